@@ -1,0 +1,12 @@
+import { defineConfig } from 'drizzle-kit'
+
+export default defineConfig({
+  dialect: 'turso',
+  schema: './src/db/schema.ts',
+  out: './migrations',
+  casing: 'snake_case',
+  dbCredentials: {
+    url: process.env.DATABASE_URL ?? 'file:./data/panels.db',
+    authToken: process.env.DATABASE_AUTH_TOKEN,
+  },
+})

@@ -1,0 +1,152 @@
+import { z } from 'zod'
+
+/** Environment variables as a runtime hands them over (process.env, Deno.env, a Worker's env). */
+export type EnvRecord = Record<string, string | undefined>
+
+const bool = (fallback: boolean) =>
+  z
+    .enum(['true', 'false', '1', '0'])
+    .optional()
+    .transform((v) => (v === undefined ? fallback : v === 'true' || v === '1'))
+
+const int = (fallback: number, min: number, max: number) => z.coerce.number().int().min(min).max(max).optional().default(fallback)
+
+const rateLimitSpec = (fallback: string) =>
+  z
+    .string()
+    .regex(/^[1-9]\d*\/[1-9]\d*$/, 'expected "<requests>/<window seconds>", e.g. 100/900')
+    .optional()
+    .transform((v) => {
+      const [limit, windowSeconds] = (v ?? fallback).split('/').map(Number)
+      return { limit, windowSeconds }
+    })
+
+const ConfigSchema = z
+  .object({
+    NODE_ENV: z.enum(['development', 'production', 'test']).optional().default('development'),
+    PORT: int(3001, 1, 65535),
+    DATABASE_URL: z
+      .string()
+      .regex(/^(file:|libsql:|https?:|wss?:|:memory:$)/, 'expected file:…, :memory:, libsql://… or https://…')
+      .optional()
+      .default('file:./data/panels.db'),
+    DATABASE_AUTH_TOKEN: z.string().optional(),
+    JWT_SECRET: z.string().min(1).optional(),
+    AUTH_DISABLED: bool(false),
+    DEV_TENANT_ID: z.string().min(1).optional().default('dev-tenant'),
+    DEV_USER_ID: z.string().min(1).optional().default('dev-user'),
+    CACHE_DRIVER: z.enum(['memory', 'redis', 'fs', 'kv']).optional(),
+    REDIS_URL: z
+      .string()
+      .regex(/^rediss?:\/\//, 'expected redis://… or rediss://…')
+      .optional(),
+    CACHE_TTL_SECONDS: int(3600, 1, 31_536_000),
+    FILES_DIR: z.string().min(1).optional().default('./data/files'),
+    ENCRYPTION_KEY: z.string().min(1).optional(),
+    ALLOW_PRIVATE_NETWORK_SOURCES: bool(false),
+    CORS_ORIGINS: z.string().optional(),
+    RATE_LIMIT_ENABLED: z.enum(['true', 'false', '1', '0']).optional(),
+    RATE_LIMIT_PANELS: rateLimitSpec('100/900'),
+    RATE_LIMIT_SYNCS: rateLimitSpec('10/60'),
+    RATE_LIMIT_VIEWS: rateLimitSpec('200/900'),
+    SYNC_SCHEDULER: bool(true),
+    LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).optional().default('info'),
+  })
+  .superRefine((env, ctx) => {
+    if (env.CACHE_DRIVER === 'redis' && !env.REDIS_URL) {
+      ctx.addIssue({ code: 'custom', path: ['REDIS_URL'], message: 'required when CACHE_DRIVER=redis' })
+    }
+    if (env.NODE_ENV !== 'production') return
+    if (!env.JWT_SECRET || env.JWT_SECRET.length < 32) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['JWT_SECRET'],
+        message: 'required in production, at least 32 characters',
+      })
+    }
+    if (!env.ENCRYPTION_KEY) {
+      ctx.addIssue({ code: 'custom', path: ['ENCRYPTION_KEY'], message: 'required in production' })
+    }
+    if (env.AUTH_DISABLED) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['AUTH_DISABLED'],
+        message: 'must not be true in production (development switch only)',
+      })
+    }
+  })
+
+export interface RateLimitRule {
+  limit: number
+  windowSeconds: number
+}
+
+export interface Config {
+  env: 'development' | 'production' | 'test'
+  port: number
+  databaseUrl: string
+  databaseAuthToken?: string
+  /** Undefined until the runtime entry fills in a development secret (production requires one). */
+  jwtSecret?: string
+  authDisabled: boolean
+  devTenantId: string
+  devUserId: string
+  cacheDriver: 'memory' | 'redis' | 'fs' | 'kv'
+  redisUrl?: string
+  cacheTtlSeconds: number
+  filesDir: string
+  encryptionKey?: string
+  allowPrivateNetworkSources: boolean
+  corsOrigins: string[]
+  rateLimitEnabled: boolean
+  rateLimits: { panels: RateLimitRule; syncs: RateLimitRule; views: RateLimitRule }
+  syncScheduler: boolean
+  logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent'
+}
+
+/** Thrown by parseConfig; `issues` names each bad variable. */
+export class ConfigError extends Error {
+  constructor(readonly issues: { variable: string; message: string }[]) {
+    super(`Invalid configuration:\n${issues.map((i) => `  ${i.variable}: ${i.message}`).join('\n')}`)
+    this.name = 'ConfigError'
+  }
+}
+
+/** Parses and validates the environment once, in the runtime entry. Pure: reads only `env`. */
+export function parseConfig(env: EnvRecord): Config {
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''))
+  const parsed = ConfigSchema.safeParse(cleaned)
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => ({ variable: String(i.path[0] ?? 'environment'), message: i.message })))
+  }
+  const e = parsed.data
+  const production = e.NODE_ENV === 'production'
+  return {
+    env: e.NODE_ENV,
+    port: e.PORT,
+    databaseUrl: e.DATABASE_URL,
+    databaseAuthToken: e.DATABASE_AUTH_TOKEN,
+    jwtSecret: e.JWT_SECRET,
+    authDisabled: e.AUTH_DISABLED,
+    devTenantId: e.DEV_TENANT_ID,
+    devUserId: e.DEV_USER_ID,
+    cacheDriver: e.CACHE_DRIVER ?? (e.REDIS_URL ? 'redis' : 'memory'),
+    redisUrl: e.REDIS_URL,
+    cacheTtlSeconds: e.CACHE_TTL_SECONDS,
+    filesDir: e.FILES_DIR,
+    encryptionKey: e.ENCRYPTION_KEY,
+    allowPrivateNetworkSources: e.ALLOW_PRIVATE_NETWORK_SOURCES,
+    corsOrigins: e.CORS_ORIGINS
+      ? e.CORS_ORIGINS.split(',')
+          .map((o) => o.trim())
+          .filter(Boolean)
+      : production
+        ? []
+        : ['*'],
+    rateLimitEnabled:
+      e.RATE_LIMIT_ENABLED === undefined ? production : e.RATE_LIMIT_ENABLED === 'true' || e.RATE_LIMIT_ENABLED === '1',
+    rateLimits: { panels: e.RATE_LIMIT_PANELS, syncs: e.RATE_LIMIT_SYNCS, views: e.RATE_LIMIT_VIEWS },
+    syncScheduler: e.SYNC_SCHEDULER,
+    logLevel: e.LOG_LEVEL,
+  }
+}

@@ -1,0 +1,15 @@
+// biome-ignore lint/style/noRestrictedImports: a type-only import; no client is made here
+import type { Client } from '@libsql/client'
+import { drizzle } from 'drizzle-orm/libsql'
+import * as schema from './schema.ts'
+
+/** Wraps a libSQL client made by a runtime entry; never makes a client itself. */
+export function createDb(client: Client) {
+  return drizzle(client, { schema, casing: 'snake_case' })
+}
+
+/**
+ * The database services depend on: libSQL (file, memory, Turso) or D1 — both SQLite, both with
+ * `batch`. The D1 variant is produced in `src/runtime/workers.ts` with the same schema and casing.
+ */
+export type Db = ReturnType<typeof createDb>

@@ -1,0 +1,261 @@
+import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+
+/**
+ * Every table of the service. Timestamps are ISO 8601 UTC strings with milliseconds, so they sort
+ * as text and reach the wire unchanged. JSON columns are `text({ mode: 'json' })`.
+ */
+
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
+
+export interface CohortCondition {
+  field: string
+  operator: string
+  value?: unknown
+}
+
+export interface CohortRule {
+  conditions: CohortCondition[]
+  logic: 'AND' | 'OR'
+}
+
+const timestamps = {
+  createdAt: text().notNull(),
+  updatedAt: text().notNull(),
+}
+
+/** A panel; its one cohort rule is stored with it (spec §2.1–2.2: created together, one per panel). */
+export const panels = sqliteTable(
+  'panels',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    tenantId: text().notNull(),
+    userId: text().notNull(),
+    name: text().notNull(),
+    description: text(),
+    metadata: text({ mode: 'json' }).$type<Record<string, unknown>>(),
+    cohortRule: text({ mode: 'json' }).$type<CohortRule>().notNull(),
+    ...timestamps,
+    deletedAt: text(),
+  },
+  (t) => [
+    index('panels_tenant_user_idx').on(t.tenantId, t.userId),
+    index('panels_tenant_created_idx').on(t.tenantId, t.createdAt),
+  ],
+)
+
+export type SyncStatus = 'pending' | 'syncing' | 'success' | 'error' | 'cancelled'
+
+export const dataSources = sqliteTable(
+  'data_sources',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    tenantId: text().notNull(),
+    userId: text().notNull(),
+    panelId: integer()
+      .notNull()
+      .references(() => panels.id),
+    type: text().notNull(),
+    /** Config with secrets encrypted (`enc:v1:…`); answered with "<SECRET>" in their place. */
+    config: text({ mode: 'json' }).$type<Record<string, unknown>>().notNull(),
+    syncStatus: text().$type<SyncStatus>().notNull().default('pending'),
+    errorMessage: text(),
+    lastSyncAt: text(),
+    nextSyncAt: text(),
+    /** The generation of records readers see (DATA-ENGINE: generation switch). */
+    currentGeneration: integer().notNull().default(0),
+    /** Lease: the run holding the source and until when (DATA-ENGINE: one runner at a time). */
+    leaseRunId: integer(),
+    leaseExpiresAt: text(),
+    ...timestamps,
+  },
+  (t) => [index('data_sources_tenant_panel_idx').on(t.tenantId, t.panelId), index('data_sources_next_sync_idx').on(t.nextSyncAt)],
+)
+
+export type SyncTrigger = 'create' | 'manual' | 'schedule' | 'webhook'
+
+export const syncRuns = sqliteTable(
+  'sync_runs',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    tenantId: text().notNull(),
+    dataSourceId: integer()
+      .notNull()
+      .references(() => dataSources.id, { onDelete: 'cascade' }),
+    status: text().$type<SyncStatus>().notNull(),
+    trigger: text().$type<SyncTrigger>().notNull(),
+    generation: integer().notNull(),
+    startedAt: text().notNull(),
+    finishedAt: text(),
+    durationMs: integer(),
+    rowsRead: integer().notNull().default(0),
+    rowsWritten: integer().notNull().default(0),
+    rowsDeleted: integer().notNull().default(0),
+    truncated: integer({ mode: 'boolean' }).notNull().default(false),
+    cancelRequested: integer({ mode: 'boolean' }).notNull().default(false),
+    error: text(),
+  },
+  (t) => [index('sync_runs_tenant_source_idx').on(t.tenantId, t.dataSourceId, t.id)],
+)
+
+/** A record read from a source: `{ key, data }` in one generation of that source. */
+export const records = sqliteTable(
+  'records',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    tenantId: text().notNull(),
+    panelId: integer().notNull(),
+    dataSourceId: integer()
+      .notNull()
+      .references(() => dataSources.id, { onDelete: 'cascade' }),
+    generation: integer().notNull(),
+    key: text().notNull(),
+    data: text({ mode: 'json' }).$type<Record<string, unknown>>().notNull(),
+    ...timestamps,
+  },
+  (t) => [
+    uniqueIndex('records_source_generation_key_idx').on(t.dataSourceId, t.generation, t.key),
+    index('records_tenant_panel_idx').on(t.tenantId, t.panelId),
+  ],
+)
+
+export type ColumnKind = 'base' | 'calculated'
+
+/** Base and calculated columns share this table and so one id space (CONTRACT: Columns). */
+export const columns = sqliteTable(
+  'columns',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    tenantId: text().notNull(),
+    userId: text().notNull(),
+    panelId: integer()
+      .notNull()
+      .references(() => panels.id),
+    columnType: text().$type<ColumnKind>().notNull(),
+    name: text().notNull(),
+    type: text().notNull(),
+    sourceField: text(),
+    fhirPath: text(),
+    dataSourceId: integer(),
+    formula: text(),
+    dependencies: text({ mode: 'json' }).$type<string[]>(),
+    properties: text({ mode: 'json' }).$type<Record<string, unknown>>().notNull(),
+    metadata: text({ mode: 'json' }).$type<Record<string, unknown>>().notNull(),
+    ...timestamps,
+  },
+  (t) => [index('columns_tenant_panel_idx').on(t.tenantId, t.panelId)],
+)
+
+export interface FilterCriterion {
+  columnTitle: string
+  operator: string
+  value?: unknown
+  logicalOperator?: 'AND' | 'OR'
+  conditions?: FilterCriterion[]
+}
+
+export interface SortCriterion {
+  columnTitle: string
+  direction: 'asc' | 'desc'
+  priority?: number
+  nullsFirst?: boolean
+  customOrder?: string[]
+}
+
+export interface AggregationSpec {
+  columnTitle: string
+  function: 'count' | 'sum' | 'average' | 'min' | 'max' | 'median' | 'distinct'
+  alias?: string
+}
+
+export interface ViewConfig {
+  columns: string[]
+  groupBy: string[]
+  layout: string
+  [key: string]: unknown
+}
+
+/** A view; its sort and filter records are the `sorting` and `filters` lists (CONTRACT: Views). */
+export const views = sqliteTable(
+  'views',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    tenantId: text().notNull(),
+    userId: text().notNull(),
+    panelId: integer()
+      .notNull()
+      .references(() => panels.id),
+    name: text().notNull(),
+    description: text().notNull().default(''),
+    config: text({ mode: 'json' }).$type<ViewConfig>().notNull(),
+    metadata: text({ mode: 'json' }).$type<Record<string, unknown>>().notNull(),
+    filters: text({ mode: 'json' }).$type<FilterCriterion[]>().notNull(),
+    sorting: text({ mode: 'json' }).$type<SortCriterion[]>().notNull(),
+    columnVisibility: text({ mode: 'json' }).$type<Record<string, boolean>>().notNull(),
+    aggregations: text({ mode: 'json' }).$type<AggregationSpec[]>().notNull(),
+    isPublished: integer({ mode: 'boolean' }).notNull().default(false),
+    publishedAt: text(),
+    publishedBy: text(),
+    publishConfig: text({ mode: 'json' }).$type<Record<string, unknown>>(),
+    ...timestamps,
+    accessedAt: text(),
+  },
+  (t) => [index('views_tenant_user_idx').on(t.tenantId, t.userId), index('views_tenant_panel_idx').on(t.tenantId, t.panelId)],
+)
+
+export type ChangeEntity = 'Panel' | 'DataSource' | 'Column' | 'View'
+export type ChangeAction = 'CREATE' | 'UPDATE' | 'DELETE' | 'PUBLISH' | 'SYNC'
+export type FieldChanges = Record<string, { oldValue?: unknown; newValue?: unknown }>
+
+export interface ChangeMetadata {
+  userAgent?: string
+  ipAddress?: string
+  source: 'api' | 'system' | 'web'
+  [key: string]: unknown
+}
+
+/** Change records (spec §6.1); never deleted, not even with their panel. */
+export const changes = sqliteTable(
+  'changes',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    tenantId: text().notNull(),
+    userId: text().notNull(),
+    panelId: integer().notNull(),
+    entityType: text().$type<ChangeEntity>().notNull(),
+    entityId: integer().notNull(),
+    action: text().$type<ChangeAction>().notNull(),
+    changes: text({ mode: 'json' }).$type<FieldChanges>().notNull(),
+    metadata: text({ mode: 'json' }).$type<ChangeMetadata>().notNull(),
+    createdAt: text().notNull(),
+  },
+  (t) => [
+    index('changes_tenant_created_idx').on(t.tenantId, t.createdAt),
+    index('changes_tenant_panel_idx').on(t.tenantId, t.panelId, t.createdAt),
+  ],
+)
+
+export type NotificationType = 'VIEW_PUBLISHED' | 'VIEW_UPDATED' | 'DATA_CHANGED' | 'COLUMN_CHANGED'
+export type NotificationImpact = 'info' | 'warning' | 'breaking'
+
+export const notifications = sqliteTable(
+  'notifications',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    tenantId: text().notNull(),
+    /** The recipient. */
+    userId: text().notNull(),
+    viewId: integer().notNull(),
+    type: text().$type<NotificationType>().notNull(),
+    impact: text().$type<NotificationImpact>().notNull(),
+    message: text().notNull(),
+    isRead: integer({ mode: 'boolean' }).notNull().default(false),
+    /** Set for notifications that must exist once (a publish): a unique key per recipient. */
+    dedupeKey: text(),
+    createdAt: text().notNull(),
+    readAt: text(),
+  },
+  (t) => [
+    index('notifications_tenant_user_idx').on(t.tenantId, t.userId, t.isRead, t.createdAt),
+    uniqueIndex('notifications_dedupe_idx').on(t.tenantId, t.userId, t.dedupeKey),
+  ],
+)

@@ -1,0 +1,64 @@
+import type { Storage } from 'unstorage'
+import { type Cache, createCache } from './cache/cache.ts'
+import type { Config } from './config.ts'
+import type { Db } from './db/client.ts'
+import { createRateLimiter, type RateLimiter } from './http/rate-limit.ts'
+import { createTokenVerifier, type TokenVerifier } from './http/token-verifier.ts'
+import { type Clock, systemClock } from './lib/clock.ts'
+import { createLogger, type Logger } from './lib/logger.ts'
+import { createSecretBox, type SecretBox } from './lib/secrets.ts'
+
+/** What a runtime resolves a host name with, for the private-address guard of outbound requests. */
+export type ResolveHost = (hostname: string) => Promise<string[]>
+
+/** Everything services need; built once per process (Node, Deno) or per request (Workers). */
+export interface Deps {
+  db: Db
+  cache: Cache
+  config: Config & { jwtSecret: string }
+  clock: Clock
+  log: Logger
+  /** Raw outbound fetch and resolver; connectors only use them through the guarded fetch. */
+  outbound: { fetch: typeof fetch; resolveHost?: ResolveHost }
+  secrets: SecretBox
+  tokens: TokenVerifier
+  rateLimiter: RateLimiter
+  startedAt: number
+  /** Closes what the deps own (database client, cache driver). */
+  close(): Promise<void>
+}
+
+export interface Primitives {
+  db: Db
+  storage: Storage
+  clock?: Clock
+  log?: Logger
+  fetch?: typeof fetch
+  resolveHost?: ResolveHost
+  closeDb?: () => void | Promise<void>
+}
+
+/** One way to assemble Deps for every runtime entry and for tests. */
+export async function buildDeps(config: Config, p: Primitives): Promise<Deps> {
+  if (!config.jwtSecret) throw new Error('JWT_SECRET must be resolved before building deps')
+  if (!config.encryptionKey) throw new Error('ENCRYPTION_KEY must be resolved before building deps')
+  const clock = p.clock ?? systemClock
+  const now = () => clock.now().getTime()
+  const cache = createCache(p.storage, { defaultTtl: config.cacheTtlSeconds, now })
+  return {
+    db: p.db,
+    cache,
+    config: config as Config & { jwtSecret: string },
+    clock,
+    log: p.log ?? createLogger(config.logLevel),
+    outbound: { fetch: p.fetch ?? fetch, resolveHost: p.resolveHost },
+    secrets: await createSecretBox(config.encryptionKey),
+    tokens: createTokenVerifier(config.jwtSecret, now),
+    rateLimiter: createRateLimiter(now),
+    startedAt: now(),
+    async close() {
+      await cache.dispose()
+      await p.closeDb?.()
+    },
+  }
+}

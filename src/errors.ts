@@ -1,0 +1,101 @@
+/** Machine-readable error codes (CONTRACT.md "Errors"). */
+export type ErrorCode =
+  | 'VALIDATION_ERROR'
+  | 'FORMULA_ERROR'
+  | 'INVALID_JSON'
+  | 'UNAUTHORIZED'
+  | 'TOKEN_EXPIRED'
+  | 'TOKEN_INVALID'
+  | 'TENANT_ACCESS_DENIED'
+  | 'USER_ACCESS_DENIED'
+  | 'FORBIDDEN'
+  | 'NOT_FOUND'
+  | 'CONFLICT'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'RATE_LIMITED'
+  | 'INTERNAL_ERROR'
+
+const STATUS: Record<ErrorCode, number> = {
+  VALIDATION_ERROR: 400,
+  FORMULA_ERROR: 400,
+  INVALID_JSON: 400,
+  UNAUTHORIZED: 401,
+  TOKEN_EXPIRED: 401,
+  TOKEN_INVALID: 401,
+  TENANT_ACCESS_DENIED: 403,
+  USER_ACCESS_DENIED: 403,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  INTERNAL_ERROR: 500,
+}
+
+const TITLE: Partial<Record<ErrorCode, string>> = {
+  VALIDATION_ERROR: 'Validation Error',
+  FORMULA_ERROR: 'Validation Error',
+  INVALID_JSON: 'Validation Error',
+  UNAUTHORIZED: 'Unauthorized',
+  TOKEN_EXPIRED: 'Unauthorized',
+  TOKEN_INVALID: 'Unauthorized',
+  TENANT_ACCESS_DENIED: 'Access denied to tenant',
+  USER_ACCESS_DENIED: 'Access denied to user',
+  FORBIDDEN: 'Forbidden',
+  CONFLICT: 'Conflict',
+  PAYLOAD_TOO_LARGE: 'Payload Too Large',
+  UNSUPPORTED_MEDIA_TYPE: 'Unsupported Media Type',
+  RATE_LIMITED: 'Too Many Requests',
+  INTERNAL_ERROR: 'Internal Server Error',
+}
+
+export interface FieldIssue {
+  path: string
+  message: string
+}
+
+/** The one error type services throw; `http/errors.ts` renders it into the contract's body. */
+export class AppError extends Error {
+  readonly status: number
+  readonly title: string
+  /** Extra response headers (Retry-After, RateLimit-*, WWW-Authenticate). */
+  readonly headers: Record<string, string> = {}
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: unknown = null,
+    title?: string,
+  ) {
+    super(message)
+    this.name = 'AppError'
+    this.status = STATUS[code]
+    this.title = title ?? TITLE[code] ?? 'Error'
+  }
+}
+
+export type ResourceKind = 'Panel' | 'Data source' | 'Column' | 'View' | 'Notification' | 'Sync run' | 'Route'
+
+/** 404 whose message names the kind, the id and the tenant (spec §7). */
+export const notFound = (kind: ResourceKind, id: string | number, tenantId: string) =>
+  new AppError('NOT_FOUND', `${kind} ${id} not found for tenant ${tenantId}`, null, `${kind} not found`)
+
+export const invalid = (details: FieldIssue[], message = 'Request validation failed') =>
+  new AppError('VALIDATION_ERROR', message, details)
+
+export const tenantDenied = () => new AppError('TENANT_ACCESS_DENIED', 'The token does not grant access to this tenant')
+
+export const userDenied = () => new AppError('USER_ACCESS_DENIED', 'The token does not grant access to this user')
+
+export const forbidden = (message: string) => new AppError('FORBIDDEN', message)
+
+export const conflict = (message: string, details: unknown = null) => new AppError('CONFLICT', message, details)
+
+export const unauthorized = (code: 'UNAUTHORIZED' | 'TOKEN_EXPIRED' | 'TOKEN_INVALID', message: string) =>
+  new AppError(code, message)
+
+export const formulaError = (errors: unknown[], message = 'Formula is invalid') => new AppError('FORMULA_ERROR', message, errors)
+
+export const tooLarge = (message: string) => new AppError('PAYLOAD_TOO_LARGE', message)

@@ -1,0 +1,71 @@
+import type { MiddlewareHandler } from 'hono'
+import { tenantDenied, unauthorized, userDenied } from '../errors.ts'
+import { type AppContext, type AppEnv, requestMeta, type ServiceContext } from './context.ts'
+
+/**
+ * Bearer-token authentication for /api (spec §5, CONTRACT: Authentication). With AUTH_DISABLED
+ * (development only) no token is read and `ctxOf` takes tenant and user from the request.
+ */
+export const jwtAuth = (): MiddlewareHandler<AppEnv> =>
+  async function jwtAuth(c, next) {
+    const { config, tokens } = c.var.deps
+    if (config.authDisabled || c.req.method === 'OPTIONS') return next()
+    const header = c.req.header('authorization')
+    const match = header?.match(/^Bearer\s+(\S+)\s*$/i)
+    if (!match) {
+      const err = unauthorized('UNAUTHORIZED', 'A bearer token is required')
+      err.headers['WWW-Authenticate'] = 'Bearer realm="panels"'
+      throw err
+    }
+    try {
+      c.set('claims', await tokens.verify(match[1]))
+    } catch (err) {
+      if (err && typeof err === 'object' && 'headers' in err) {
+        ;(err as { headers: Record<string, string> }).headers['WWW-Authenticate'] = 'Bearer error="invalid_token"'
+      }
+      throw err
+    }
+    await next()
+  }
+
+export interface TenantClaim {
+  tenantId?: string
+  userId?: string
+}
+
+/**
+ * The tenant guard (spec §5.3–5.4): compares the request's `tenantId`/`userId` (already validated
+ * by the route's schema, so 400 comes before 403) with the token's, and builds the service
+ * context scoped to that tenant. An admin token may act for another user of its tenant.
+ */
+export function ctxOf(c: AppContext, ...inputs: (TenantClaim | undefined)[]): ServiceContext {
+  const deps = c.var.deps
+  let tenantId: string | undefined
+  let userId: string | undefined
+  for (const input of inputs) {
+    if (!input) continue
+    if (input.tenantId !== undefined) {
+      if (tenantId !== undefined && tenantId !== input.tenantId) throw tenantDenied()
+      tenantId = input.tenantId
+    }
+    if (input.userId !== undefined) {
+      if (userId !== undefined && userId !== input.userId) throw userDenied()
+      userId = input.userId
+    }
+  }
+  const claims = c.var.claims
+  let scope: ServiceContext['scope']
+  if (!claims) {
+    scope = {
+      tenantId: tenantId ?? deps.config.devTenantId,
+      userId: userId ?? deps.config.devUserId,
+      isAdmin: false,
+    }
+  } else {
+    if (tenantId !== undefined && tenantId !== claims.tenantId) throw tenantDenied()
+    const isAdmin = claims.role === 'admin'
+    if (userId !== undefined && userId !== claims.userId && !isAdmin) throw userDenied()
+    scope = { tenantId: claims.tenantId, userId: userId ?? claims.userId, isAdmin }
+  }
+  return { ...deps, scope, meta: requestMeta(c) }
+}

@@ -1,0 +1,55 @@
+import type { MiddlewareHandler } from 'hono'
+import { AppError, tooLarge } from '../errors.ts'
+import type { AppEnv } from './context.ts'
+
+const JSON_TYPE = /^application\/([\w.-]+\+)?json$/i
+const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+export const MAX_JSON_BODY = 1024 * 1024
+
+/**
+ * JSON bodies of /api writes (CONTRACT: General): over 1 MiB → 413, a non-JSON media type → 415,
+ * malformed JSON → 400 INVALID_JSON, an empty body → `{}`. Routes that take raw uploads or signed
+ * bodies are listed in `skip` and check their own limits.
+ */
+export const jsonBody = (skip: RegExp[] = []): MiddlewareHandler<AppEnv> =>
+  async function jsonBody(c, next) {
+    if (!WRITE_METHODS.has(c.req.method) || skip.some((r) => r.test(c.req.path))) return next()
+    const length = c.req.header('content-length')
+    if (length !== undefined && Number(length) > MAX_JSON_BODY)
+      throw tooLarge(`JSON bodies are limited to ${MAX_JSON_BODY} bytes`)
+    const raw = c.req.raw.body ? await readLimited(c.req.raw.body, MAX_JSON_BODY) : ''
+    const contentType = c.req.header('content-type')
+    const mediaType = contentType?.split(';')[0].trim() ?? ''
+    if (raw.trim() === '') {
+      c.req.bodyCache.text = Promise.resolve('{}') as never
+      return next()
+    }
+    if (!JSON_TYPE.test(mediaType)) {
+      throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Expected Content-Type application/json, got ${mediaType || 'none'}`)
+    }
+    try {
+      JSON.parse(raw)
+    } catch {
+      throw new AppError('INVALID_JSON', 'The request body is not valid JSON')
+    }
+    c.req.bodyCache.text = Promise.resolve(raw) as never
+    await next()
+  }
+
+async function readLimited(stream: ReadableStream<Uint8Array>, max: number): Promise<string> {
+  const reader = stream.getReader()
+  const decoder = new TextDecoder()
+  let size = 0
+  let text = ''
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    size += value.byteLength
+    if (size > max) {
+      await reader.cancel()
+      throw tooLarge(`JSON bodies are limited to ${max} bytes`)
+    }
+    text += decoder.decode(value, { stream: true })
+  }
+  return text + decoder.decode()
+}

@@ -1,0 +1,49 @@
+import { verify } from 'hono/jwt'
+import { unauthorized } from '../errors.ts'
+
+export interface Claims {
+  tenantId: string
+  userId: string
+  role?: string
+  exp: number
+}
+
+const MAX_CACHED = 10_000
+
+/**
+ * Verifies HS256 bearer tokens with hono/jwt (spec §5.1; any other alg, `none` included, fails),
+ * requires `exp` and a `tenantId` claim, and remembers a verified token until its `exp`
+ * (issue #2 allows it), so the signature check runs once per token rather than once per request.
+ */
+export function createTokenVerifier(secret: string, now: () => number) {
+  const verified = new Map<string, Claims>()
+
+  async function verifyToken(token: string): Promise<Claims> {
+    const known = verified.get(token)
+    if (known) {
+      if (known.exp * 1000 > now()) return known
+      verified.delete(token)
+      throw unauthorized('TOKEN_EXPIRED', 'The token has expired')
+    }
+    let payload: Record<string, unknown>
+    try {
+      payload = (await verify(token, secret, { alg: 'HS256', exp: false, nbf: true, iat: false })) as Record<string, unknown>
+    } catch {
+      throw unauthorized('TOKEN_INVALID', 'The token is invalid')
+    }
+    const { exp, tenantId } = payload
+    const userId = payload.userId ?? payload.sub
+    if (typeof exp !== 'number' || !Number.isFinite(exp)) throw unauthorized('TOKEN_INVALID', 'The token has no exp claim')
+    if (exp * 1000 <= now()) throw unauthorized('TOKEN_EXPIRED', 'The token has expired')
+    if (typeof tenantId !== 'string' || tenantId === '') throw unauthorized('TOKEN_INVALID', 'The token has no tenantId claim')
+    if (typeof userId !== 'string' || userId === '') throw unauthorized('TOKEN_INVALID', 'The token has no userId or sub claim')
+    const claims: Claims = { tenantId, userId, exp, role: typeof payload.role === 'string' ? payload.role : undefined }
+    if (verified.size >= MAX_CACHED) verified.delete(verified.keys().next().value as string)
+    verified.set(token, claims)
+    return claims
+  }
+
+  return { verify: verifyToken }
+}
+
+export type TokenVerifier = ReturnType<typeof createTokenVerifier>

@@ -1,0 +1,3 @@
+import { createRouter } from '../../http/router.ts'
+
+export const datasourcesRouter = createRouter()

@@ -1,0 +1,85 @@
+import { createRoute } from '@hono/zod-openapi'
+import { ctxOf } from '../../http/auth.ts'
+import { paginationHeaders } from '../../http/pagination.ts'
+import { bearer, createRouter, errorResponses, IdParam, TenantQuery } from '../../http/router.ts'
+import { CreatePanelBody, DeletePanelBody, ListPanelsQuery, Panel, PanelList, UpdatePanelBody } from './panels.schemas.ts'
+import { createPanel, deletePanel, getPanel, listPanels, updatePanel } from './panels.service.ts'
+
+const tags = ['Panels']
+const json = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } })
+
+const listRoute = createRoute({
+  method: 'get',
+  path: '/panels',
+  tags,
+  summary: 'List the panels of a tenant and user',
+  description:
+    'Every panel of the owner, newest first. With `page` or `limit` the answer is one page and carries `X-Total-Count` and `Link` headers.',
+  security: bearer,
+  request: { query: ListPanelsQuery },
+  responses: { 200: json(PanelList, 'Panels with their cohort rules'), ...errorResponses },
+})
+
+const getRoute = createRoute({
+  method: 'get',
+  path: '/panels/{id}',
+  tags,
+  summary: 'Get one panel',
+  security: bearer,
+  request: { params: IdParam, query: TenantQuery },
+  responses: { 200: json(Panel, 'The panel'), ...errorResponses },
+})
+
+const createPanelRoute = createRoute({
+  method: 'post',
+  path: '/panels',
+  tags,
+  summary: 'Create a panel (with an empty cohort rule)',
+  security: bearer,
+  request: { body: { required: true, content: { 'application/json': { schema: CreatePanelBody } } } },
+  responses: { 201: json(Panel, 'The created panel'), ...errorResponses },
+})
+
+const updateRoute = createRoute({
+  method: 'put',
+  path: '/panels/{id}',
+  tags,
+  summary: 'Update a panel (name, description, metadata, cohort rule)',
+  security: bearer,
+  request: { params: IdParam, body: { required: true, content: { 'application/json': { schema: UpdatePanelBody } } } },
+  responses: { 200: json(Panel, 'The updated panel'), ...errorResponses },
+})
+
+const deleteRoute = createRoute({
+  method: 'delete',
+  path: '/panels/{id}',
+  tags,
+  summary: 'Delete a panel (soft deletion; its change records stay)',
+  security: bearer,
+  request: { params: IdParam, body: { required: false, content: { 'application/json': { schema: DeletePanelBody } } } },
+  responses: { 204: { description: 'Deleted' }, ...errorResponses },
+})
+
+export const panelsRouter = createRouter()
+  .openapi(listRoute, async (c) => {
+    const query = c.req.valid('query')
+    const { items, page } = await listPanels(ctxOf(c, query), query)
+    if (page) paginationHeaders(c, page)
+    return c.json(items, 200)
+  })
+  .openapi(getRoute, async (c) => {
+    const panel = await getPanel(ctxOf(c, c.req.valid('query')), c.req.valid('param').id)
+    return c.json(panel, 200)
+  })
+  .openapi(createPanelRoute, async (c) => {
+    const body = c.req.valid('json')
+    return c.json(await createPanel(ctxOf(c, body), body), 201)
+  })
+  .openapi(updateRoute, async (c) => {
+    const body = c.req.valid('json')
+    return c.json(await updatePanel(ctxOf(c, body), c.req.valid('param').id, body), 200)
+  })
+  .openapi(deleteRoute, async (c) => {
+    await deletePanel(ctxOf(c, c.req.valid('json')), c.req.valid('param').id)
+    return c.body(null, 204)
+  })

@@ -1,0 +1,144 @@
+import { and, asc, desc, eq, isNull, or, type SQL, sql } from 'drizzle-orm'
+import { panels } from '../../db/schema.ts'
+import { notFound } from '../../errors.ts'
+import type { ServiceContext } from '../../http/context.ts'
+import { isoNow } from '../../lib/clock.ts'
+import { changeInsert, createdFields, diffFields } from '../changes/changes.service.ts'
+import { notifyViewOwners } from '../notifications/notifications.service.ts'
+import type { CreatePanelInput, ListPanelsInput, PanelDto, PanelRow, UpdatePanelInput } from './panels.schemas.ts'
+import { toPanelDto } from './panels.schemas.ts'
+
+const panelKey = (id: number) => `panel:${id}`
+const TRACKED = ['name', 'description', 'metadata', 'cohortRule'] as const
+
+/** Who may reach a panel: its owner, or an admin of the tenant (CONTRACT: Ownership). */
+const mayAccess = (ctx: ServiceContext, ownerId: string) => ctx.scope.isAdmin || ownerId === ctx.scope.userId
+
+const livePanel = (ctx: ServiceContext, id: number) =>
+  and(eq(panels.id, id), eq(panels.tenantId, ctx.scope.tenantId), isNull(panels.deletedAt))
+
+/**
+ * The panel as the caller may see it, through the tenant-keyed cache; another tenant's, another
+ * owner's or a deleted panel is a 404 that reveals nothing.
+ */
+export async function getPanel(ctx: ServiceContext, id: number): Promise<PanelDto> {
+  const panel = await ctx.cache.wrap(ctx.scope.tenantId, panelKey(id), async () => {
+    const [row] = await ctx.db.select().from(panels).where(livePanel(ctx, id)).limit(1)
+    return row ? toPanelDto(row) : undefined
+  })
+  if (!panel || !mayAccess(ctx, panel.userId)) throw notFound('Panel', id, ctx.scope.tenantId)
+  return panel
+}
+
+/** Loads a panel the caller owns, for services of resources under it (data sources, columns, views). */
+export const requirePanel = getPanel
+
+export interface PanelPage {
+  items: PanelDto[]
+  /** Set when the caller asked for a page (page/limit), for X-Total-Count and Link. */
+  page?: { total: number; page: number; limit: number }
+}
+
+/** Panels of the caller's tenant and user, newest first (CONTRACT: Panel lists). */
+export async function listPanels(ctx: ServiceContext, q: ListPanelsInput): Promise<PanelPage> {
+  const conditions: SQL[] = [
+    eq(panels.tenantId, ctx.scope.tenantId),
+    eq(panels.userId, ctx.scope.userId),
+    isNull(panels.deletedAt),
+  ]
+  if (q.search) {
+    const pattern = `%${q.search.replace(/[\\%_]/g, (ch) => `\\${ch}`)}%`
+    conditions.push(
+      or(sql`${panels.name} LIKE ${pattern} ESCAPE '\\'`, sql`${panels.description} LIKE ${pattern} ESCAPE '\\'`) as SQL,
+    )
+  }
+  const where = and(...conditions)
+  const direction = q.order === 'asc' ? asc : desc
+  const sortColumn =
+    q.sort === 'name' ? sql`${panels.name} COLLATE NOCASE` : q.sort === 'updatedAt' ? panels.updatedAt : panels.createdAt
+  const orderBy = [direction(sortColumn), direction(panels.id)]
+  const paged = q.page !== undefined || q.limit !== undefined
+  const query = ctx.db
+    .select()
+    .from(panels)
+    .where(where)
+    .orderBy(...orderBy)
+  if (!paged) return { items: (await query).map(toPanelDto) }
+  const page = q.page ?? 1
+  const limit = q.limit ?? 50
+  const [rows, [{ total }]] = await ctx.db.batch([
+    query.limit(limit).offset((page - 1) * limit),
+    ctx.db.select({ total: sql<number>`count(*)` }).from(panels).where(where),
+  ])
+  return { items: rows.map(toPanelDto), page: { total, page, limit } }
+}
+
+/** Creates the panel with its empty cohort rule and its CREATE change in one batch (spec §3). */
+export async function createPanel(ctx: ServiceContext, input: CreatePanelInput): Promise<PanelDto> {
+  const now = isoNow(ctx.clock)
+  const values = {
+    tenantId: ctx.scope.tenantId,
+    userId: ctx.scope.userId,
+    name: input.name,
+    description: input.description ?? null,
+    metadata: input.metadata ?? null,
+    cohortRule: { conditions: [], logic: 'AND' as const },
+    createdAt: now,
+    updatedAt: now,
+  }
+  const id = sql`last_insert_rowid()`
+  const [[row]] = await ctx.db.batch([
+    ctx.db.insert(panels).values(values).returning(),
+    changeInsert(ctx, {
+      panelId: id,
+      entityType: 'Panel',
+      entityId: id,
+      action: 'CREATE',
+      changes: createdFields(values, ['name', 'description', 'metadata', 'cohortRule']),
+    }),
+  ])
+  return toPanelDto(row as PanelRow)
+}
+
+/** Updates name, description, metadata or cohort rule; records the diff and notifies view owners. */
+export async function updatePanel(ctx: ServiceContext, id: number, input: UpdatePanelInput): Promise<PanelDto> {
+  const before = await getPanel(ctx, id)
+  const patch: Partial<PanelRow> = {}
+  if (input.name !== undefined) patch.name = input.name
+  if (input.description !== undefined) patch.description = input.description
+  if (input.metadata !== undefined) patch.metadata = input.metadata
+  if (input.cohortRule !== undefined) patch.cohortRule = input.cohortRule as PanelRow['cohortRule']
+  const diff = diffFields(before as Partial<PanelRow>, patch, TRACKED)
+  if (Object.keys(diff).length === 0) return before
+  patch.updatedAt = isoNow(ctx.clock)
+  const [[row]] = await ctx.db.batch([
+    ctx.db.update(panels).set(patch).where(livePanel(ctx, id)).returning(),
+    changeInsert(ctx, { panelId: id, entityType: 'Panel', entityId: id, action: 'UPDATE', changes: diff }),
+    notifyViewOwners(ctx, {
+      panelId: id,
+      type: 'DATA_CHANGED',
+      impact: 'info',
+      message: `Panel "${patch.name ?? before.name}" was updated (${Object.keys(diff).join(', ')})`,
+    }),
+  ])
+  await ctx.cache.del(ctx.scope.tenantId, panelKey(id))
+  if (!row) throw notFound('Panel', id, ctx.scope.tenantId)
+  return toPanelDto(row as PanelRow)
+}
+
+/** Soft-deletes the panel (CONTRACT: DELETE); it and everything under it disappear, changes stay. */
+export async function deletePanel(ctx: ServiceContext, id: number): Promise<void> {
+  const before = await getPanel(ctx, id)
+  const now = isoNow(ctx.clock)
+  await ctx.db.batch([
+    ctx.db.update(panels).set({ deletedAt: now, updatedAt: now }).where(livePanel(ctx, id)),
+    changeInsert(ctx, {
+      panelId: id,
+      entityType: 'Panel',
+      entityId: id,
+      action: 'DELETE',
+      changes: { deletedAt: { oldValue: null, newValue: now }, name: { oldValue: before.name } },
+    }),
+  ])
+  await ctx.cache.del(ctx.scope.tenantId, panelKey(id))
+}

@@ -1,0 +1,69 @@
+import { lookup } from 'node:dns/promises'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { createClient } from '@libsql/client'
+import { createStorage, type Storage } from 'unstorage'
+import memoryDriver from 'unstorage/drivers/memory'
+import type { Config } from '../config.ts'
+import { createDb } from '../db/client.ts'
+import type { Primitives } from '../deps.ts'
+import { applyMigrations } from './migrate.ts'
+
+/** Opens the libSQL database of DATABASE_URL (creating a file's folder), tuned and migrated. */
+export async function openDatabase(config: Config) {
+  const url = config.databaseUrl
+  if (url.startsWith('file:')) mkdirSync(dirname(url.slice('file:'.length)), { recursive: true })
+  const client = createClient({ url, authToken: config.databaseAuthToken })
+  if (url.startsWith('file:')) {
+    // WAL + synchronous=NORMAL: durable across process crashes, ~30× faster commits (PERFORMANCE-NOTES).
+    await client.execute('PRAGMA journal_mode = WAL')
+    await client.execute('PRAGMA synchronous = NORMAL')
+    await client.execute('PRAGMA busy_timeout = 5000')
+  }
+  await client.execute('PRAGMA foreign_keys = ON')
+  const db = createDb(client)
+  await applyMigrations(db)
+  return { db, client }
+}
+
+/** The cache driver of CACHE_DRIVER / REDIS_URL. */
+export async function openStorage(config: Config): Promise<Storage> {
+  if (config.cacheDriver === 'redis') {
+    const { default: redisDriver } = await import('unstorage/drivers/redis')
+    return createStorage({ driver: redisDriver({ url: config.redisUrl, base: 'panels' }) })
+  }
+  if (config.cacheDriver === 'fs') {
+    const { default: fsDriver } = await import('unstorage/drivers/fs')
+    return createStorage({ driver: fsDriver({ base: join(dirname(config.filesDir), 'cache') }) })
+  }
+  return createStorage({ driver: memoryDriver() })
+}
+
+export const resolveHost = async (hostname: string) => (await lookup(hostname, { all: true })).map((a) => a.address)
+
+/** All primitives a Node process needs for `buildDeps`. */
+export async function nodePrimitives(config: Config): Promise<Primitives> {
+  const { db, client } = await openDatabase(config)
+  return { db, storage: await openStorage(config), resolveHost, closeDb: () => client.close() }
+}
+
+/**
+ * Development only: a JWT secret and an encryption key generated once and kept beside the
+ * database (`data/.dev-secrets.json`), so printed tokens and encrypted configs survive restarts.
+ */
+export function withDevSecrets(config: Config, file = './data/.dev-secrets.json'): Config {
+  if (config.env === 'production' || (config.jwtSecret && config.encryptionKey)) return config
+  let stored: { jwtSecret?: string; encryptionKey?: string } = {}
+  try {
+    stored = JSON.parse(readFileSync(file, 'utf8'))
+  } catch {
+    // first start: generated below
+  }
+  const random = () => Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url')
+  const next = { jwtSecret: stored.jwtSecret ?? random(), encryptionKey: stored.encryptionKey ?? random() }
+  if (next.jwtSecret !== stored.jwtSecret || next.encryptionKey !== stored.encryptionKey) {
+    mkdirSync(dirname(file), { recursive: true })
+    writeFileSync(file, JSON.stringify(next), { mode: 0o600 })
+  }
+  return { ...config, jwtSecret: config.jwtSecret ?? next.jwtSecret, encryptionKey: config.encryptionKey ?? next.encryptionKey }
+}

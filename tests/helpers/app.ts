@@ -1,0 +1,73 @@
+import { createClient } from '@libsql/client'
+import { createStorage, type Storage } from 'unstorage'
+import memoryDriver from 'unstorage/drivers/memory'
+import { createApp } from '../../src/app.ts'
+import { type EnvRecord, parseConfig } from '../../src/config.ts'
+import { createDb } from '../../src/db/client.ts'
+import { buildDeps, type Deps } from '../../src/deps.ts'
+import type { ServiceContext } from '../../src/http/context.ts'
+import { createLogger } from '../../src/lib/logger.ts'
+import { applyMigrations } from '../../src/runtime/migrate.ts'
+
+export const TEST_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789'
+
+/** A clock tests can move; starts at a fixed instant. */
+export function testClock(start = '2026-01-01T12:00:00.000Z') {
+  let t = new Date(start).getTime()
+  return {
+    now: () => new Date(t),
+    advance(ms: number) {
+      t += ms
+    },
+    set(iso: string) {
+      t = new Date(iso).getTime()
+    },
+  }
+}
+
+export interface TestAppOptions {
+  env?: EnvRecord
+  storage?: Storage
+  fetch?: typeof fetch
+  clock?: ReturnType<typeof testClock>
+}
+
+/**
+ * The real app on a fresh in-memory libSQL database with the real migrations, a memory cache and
+ * a movable clock (`log` collects lines instead of printing them).
+ */
+export async function makeTestApp(options: TestAppOptions = {}) {
+  const config = parseConfig({
+    NODE_ENV: 'test',
+    JWT_SECRET: TEST_SECRET,
+    ENCRYPTION_KEY: 'test-encryption-key',
+    DATABASE_URL: ':memory:',
+    ALLOW_PRIVATE_NETWORK_SOURCES: 'true',
+    LOG_LEVEL: 'info',
+    ...options.env,
+  })
+  const client = createClient({ url: ':memory:' })
+  await client.execute('PRAGMA foreign_keys = ON')
+  const db = createDb(client)
+  await applyMigrations(db)
+  const clock = options.clock ?? testClock()
+  const logs: Record<string, unknown>[] = []
+  const log = createLogger(config.logLevel, (line) => logs.push(JSON.parse(line)))
+  const deps: Deps = await buildDeps(config, {
+    db,
+    storage: options.storage ?? createStorage({ driver: memoryDriver() }),
+    clock,
+    log,
+    fetch: options.fetch,
+    closeDb: () => client.close(),
+  })
+  const app = createApp(() => deps)
+  return { app, deps, client, clock, logs }
+}
+
+export type TestApp = Awaited<ReturnType<typeof makeTestApp>>
+
+/** A service context for seeding through services (not HTTP, not raw SQL). */
+export function serviceCtx(deps: Deps, tenantId: string, userId: string, isAdmin = false): ServiceContext {
+  return { ...deps, scope: { tenantId, userId, isAdmin }, meta: { requestId: 'test', source: 'system' } }
+}
