@@ -18,14 +18,22 @@ const livePanel = (ctx: ServiceContext, id: number) =>
   and(eq(panels.id, id), eq(panels.tenantId, ctx.scope.tenantId), isNull(panels.deletedAt))
 
 /**
- * The panel as the caller may see it, through the tenant-keyed cache; another tenant's, another
- * owner's or a deleted panel is a 404 that reveals nothing.
+ * A live panel of the caller's tenant whoever owns it, through the tenant-keyed cache. For other
+ * services that show a panel's name next to something the caller may read (a published view).
  */
-export async function getPanel(ctx: ServiceContext, id: number): Promise<PanelDto> {
-  const panel = await ctx.cache.wrap(ctx.scope.tenantId, panelKey(id), async () => {
+export function findPanel(ctx: ServiceContext, id: number): Promise<PanelDto | undefined> {
+  return ctx.cache.wrap(ctx.scope.tenantId, panelKey(id), async () => {
     const [row] = await ctx.db.select().from(panels).where(livePanel(ctx, id)).limit(1)
     return row ? toPanelDto(row) : undefined
   })
+}
+
+/**
+ * The panel as the caller may see it; another tenant's, another owner's or a deleted panel is a
+ * 404 that reveals nothing.
+ */
+export async function getPanel(ctx: ServiceContext, id: number): Promise<PanelDto> {
+  const panel = await findPanel(ctx, id)
   if (!panel || !mayAccess(ctx, panel.userId)) throw notFound('Panel', id, ctx.scope.tenantId)
   return panel
 }
