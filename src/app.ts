@@ -1,11 +1,11 @@
 import { swaggerUI } from '@hono/swagger-ui'
 import { OpenAPIHono } from '@hono/zod-openapi'
-import { cors } from 'hono/cors'
 import { secureHeaders } from 'hono/secure-headers'
 import { accessLog } from './http/access-log.ts'
 import { jwtAuth } from './http/auth.ts'
 import { jsonBody } from './http/body.ts'
 import { type AppEnv, injectDeps, type MakeDeps, requestId } from './http/context.ts'
+import { corsFor } from './http/cors.ts'
 import { defaultHook, notFound, onError } from './http/errors.ts'
 import { rateLimit } from './http/limits.ts'
 import { changesRouter } from './modules/changes/changes.routes.ts'
@@ -39,28 +39,13 @@ export function createApp(makeDeps: MakeDeps) {
   app.use('*', requestId())
   app.use('*', injectDeps(makeDeps))
   app.use('*', accessLog())
+  // Every middleware is built once here, not per request (docs/performance.md).
   app.use('*', secureHeaders({ crossOriginResourcePolicy: 'cross-origin' }))
-  app.use('*', async (c, next) => {
-    const origins = c.var.deps.config.corsOrigins
-    return cors({
-      origin: origins.includes('*') ? '*' : origins,
-      allowHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
-      allowMethods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-      exposeHeaders: [
-        'X-Request-Id',
-        'X-Total-Count',
-        'Link',
-        'RateLimit-Limit',
-        'RateLimit-Remaining',
-        'RateLimit-Reset',
-        'Retry-After',
-      ],
-      maxAge: 600,
-    })(c, next)
-  })
-  app.use('/api/*', jsonBody(RAW_BODY_PATHS))
-  app.use('/api/*', async (c, next) => (c.req.path.startsWith('/api/webhooks/') ? next() : jwtAuth()(c, next)))
+  app.use('*', (c, next) => corsFor(c.get('deps').config)(c, next))
+  const auth = jwtAuth()
+  app.use('/api/*', (c, next) => (c.req.path.startsWith('/api/webhooks/') ? next() : auth(c, next)))
   app.use('/api/*', rateLimit())
+  app.use('/api/*', jsonBody(RAW_BODY_PATHS))
 
   app.onError(onError)
   app.notFound(notFound)

@@ -52,29 +52,33 @@ const ConfigSchema = z
     SYNC_SCHEDULER: bool(true),
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).optional().default('info'),
   })
-  .superRefine((env, ctx) => {
-    if (env.CACHE_DRIVER === 'redis' && !env.REDIS_URL) {
-      ctx.addIssue({ code: 'custom', path: ['REDIS_URL'], message: 'required when CACHE_DRIVER=redis' })
-    }
-    if (env.NODE_ENV !== 'production') return
-    if (!env.JWT_SECRET || env.JWT_SECRET.length < 32) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['JWT_SECRET'],
-        message: 'required in production, at least 32 characters',
-      })
-    }
-    if (!env.ENCRYPTION_KEY) {
-      ctx.addIssue({ code: 'custom', path: ['ENCRYPTION_KEY'], message: 'required in production' })
-    }
-    if (env.AUTH_DISABLED) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['AUTH_DISABLED'],
-        message: 'must not be true in production (development switch only)',
-      })
-    }
-  })
+  .superRefine(
+    (env, ctx) => {
+      if (env.CACHE_DRIVER === 'redis' && !env.REDIS_URL) {
+        ctx.addIssue({ code: 'custom', path: ['REDIS_URL'], message: 'required when CACHE_DRIVER=redis' })
+      }
+      if (env.NODE_ENV !== 'production') return
+      if (!env.JWT_SECRET || env.JWT_SECRET.length < 32) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['JWT_SECRET'],
+          message: 'required in production, at least 32 characters',
+        })
+      }
+      if (!env.ENCRYPTION_KEY) {
+        ctx.addIssue({ code: 'custom', path: ['ENCRYPTION_KEY'], message: 'required in production' })
+      }
+      if (env.AUTH_DISABLED === true) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['AUTH_DISABLED'],
+          message: 'must not be true in production (development switch only)',
+        })
+      }
+    },
+    // Run even when a variable above failed, so one start-up message names every bad variable.
+    { when: () => true },
+  )
 
 export interface RateLimitRule {
   limit: number

@@ -30,14 +30,28 @@ export function createCache(storage: Storage, options: CacheOptions = {}) {
     for (let i = 0; i < k.length; i++) h = Math.imul(h ^ k.charCodeAt(i), 16777619)
     return (h >>> 0) % epochs.length
   }
-  const fullKey = (tenantId: string, key: string) => `t:${encodeURIComponent(tenantId)}:${key}`
+  // unstorage rewrites keys (drops a `?…` suffix, `/` → `:`), so those characters are escaped to
+  // keep distinct keys distinct; `%` too, so an escape cannot collide with a literal.
+  const fullKey = (tenantId: string, key: string) =>
+    `t:${encodeURIComponent(tenantId)}:${key.replace(/[?/\\%]/g, encodeURIComponent)}`
+
+  // unstorage's memory driver is reached directly: the same Map, normalised keys and JSON strings
+  // unstorage itself would store, minus its per-call layers (key checks, mount lookup, promise
+  // wrapping, destr). Other drivers (Redis, fs, KV) go through unstorage.
+  const memory = memoryMapOf(storage)
+
+  async function read(k: string): Promise<unknown> {
+    if (!memory) return storage.getItem(k)
+    const raw = memory.get(normalizeKey(k))
+    return typeof raw === 'string' ? JSON.parse(raw) : (raw ?? null)
+  }
 
   async function get<T>(tenantId: string, key: string): Promise<T | undefined> {
     const k = fullKey(tenantId, key)
-    const entry = (await storage.getItem(k)) as Entry<T> | null
+    const entry = (await read(k)) as Entry<T> | null
     if (!entry || typeof entry !== 'object' || !('expiresAt' in entry)) return undefined
     if (entry.expiresAt <= now()) {
-      await storage.removeItem(k)
+      await remove(k)
       return undefined
     }
     return entry.value
@@ -45,14 +59,21 @@ export function createCache(storage: Storage, options: CacheOptions = {}) {
 
   async function set<T>(tenantId: string, key: string, value: T, ttlSeconds = defaultTtl) {
     const entry: Entry<T> = { value, expiresAt: now() + ttlSeconds * 1000 }
-    await storage.setItem(fullKey(tenantId, key), entry as never, { ttl: Math.max(60, ttlSeconds) })
+    const k = fullKey(tenantId, key)
+    if (memory) memory.set(normalizeKey(k), JSON.stringify(entry))
+    else await storage.setItem(k, entry as never, { ttl: Math.max(60, ttlSeconds) })
+  }
+
+  async function remove(k: string) {
+    if (memory) memory.delete(normalizeKey(k))
+    else await storage.removeItem(k)
   }
 
   async function del(tenantId: string, ...keys: string[]) {
     for (const key of keys) {
       const k = fullKey(tenantId, key)
       epochs[slot(k)]++
-      await storage.removeItem(k)
+      await remove(k)
     }
   }
 
@@ -79,3 +100,21 @@ export function createCache(storage: Storage, options: CacheOptions = {}) {
 }
 
 export type Cache = ReturnType<typeof createCache>
+
+/** The Map behind unstorage's memory driver when it is the only mount, else undefined. */
+function memoryMapOf(storage: Storage): Map<string, unknown> | undefined {
+  const mounts = storage.getMounts('')
+  if (mounts.length !== 1 || mounts[0].base !== '') return undefined
+  const driver = mounts[0].driver as { name?: string; getInstance?: () => unknown }
+  if (driver.name !== 'memory' || typeof driver.getInstance !== 'function') return undefined
+  const map = driver.getInstance()
+  return map instanceof Map ? map : undefined
+}
+
+const NEEDS_NORMALIZING = /[?/\\]|::|^:|:$/
+
+/** unstorage's key normalisation (`a/b` → `a:b`, no `?` suffix, no leading/trailing `:`). */
+function normalizeKey(key: string) {
+  if (!NEEDS_NORMALIZING.test(key)) return key
+  return key.split('?')[0].replace(/[/\\]/g, ':').replace(/:+/g, ':').replace(/^:|:$/g, '')
+}

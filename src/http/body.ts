@@ -17,7 +17,10 @@ export const jsonBody = (skip: RegExp[] = []): MiddlewareHandler<AppEnv> =>
     const length = c.req.header('content-length')
     if (length !== undefined && Number(length) > MAX_JSON_BODY)
       throw tooLarge(`JSON bodies are limited to ${MAX_JSON_BODY} bytes`)
-    const raw = c.req.raw.body ? await readLimited(c.req.raw.body, MAX_JSON_BODY) : ''
+    // With a Content-Length (already checked above) the HTTP parser bounds the body, so it is read
+    // in one call (@hono/node-server's fast path, no stream); without one it is streamed with the cap.
+    const raw =
+      length !== undefined ? await c.req.raw.text() : c.req.raw.body ? await readLimited(c.req.raw.body, MAX_JSON_BODY) : ''
     const contentType = c.req.header('content-type')
     const mediaType = contentType?.split(';')[0].trim() ?? ''
     if (raw.trim() === '') {

@@ -11,11 +11,11 @@ function category(method: string, path: string): 'panels' | 'syncs' | 'views' {
 /** Per-tenant and per-IP limits with RateLimit-* headers; 429 with Retry-After past the limit. */
 export const rateLimit = (): MiddlewareHandler<AppEnv> =>
   async function rateLimit(c, next) {
-    const { config, rateLimiter } = c.var.deps
+    const { config, rateLimiter } = c.get('deps')
     if (!config.rateLimitEnabled || c.req.method === 'OPTIONS') return next()
     const bucket = category(c.req.method, c.req.path)
     const rule = config.rateLimits[bucket]
-    const tenant = c.var.claims?.tenantId ?? c.req.query('tenantId') ?? config.devTenantId
+    const tenant = c.get('claims')?.tenantId ?? c.req.query('tenantId') ?? config.devTenantId
     const ip =
       c.req.header('cf-connecting-ip') ?? c.req.header('x-forwarded-for')?.split(',')[0].trim() ?? c.env?.clientIp ?? 'unknown'
     const byTenant = rateLimiter.hit(`${bucket}:t:${tenant}`, rule)

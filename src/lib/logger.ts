@@ -11,12 +11,21 @@ export interface Logger {
   enabled(level: LogLevel): boolean
 }
 
-/** Structured JSON logs, one line per event, written through `write` (console.log by default). */
+/**
+ * Structured JSON logs, one line per event (`{"level","time","msg",...fields}`), written through
+ * `write` (console.log by default). Runtimes pass a cheaper writer: the Node entry buffers lines
+ * and writes them once per event-loop turn (src/runtime/node-primitives.ts).
+ */
 export function createLogger(level: LogLevel, write: (line: string) => void = console.log): Logger {
   const min = RANK[level]
-  const emit = (lvl: Exclude<LogLevel, 'silent'>) => (msg: string, fields?: LogFields) => {
-    if (RANK[lvl] < min) return
-    write(JSON.stringify({ level: lvl, time: new Date().toISOString(), msg, ...fields }))
+  const emit = (lvl: Exclude<LogLevel, 'silent'>) => {
+    const head = `{"level":"${lvl}","time":"`
+    return (msg: string, fields?: LogFields) => {
+      if (RANK[lvl] < min) return
+      // The line JSON.stringify({ level, time, msg, ...fields }) gives, without the merged object.
+      const rest = fields === undefined ? '}' : JSON.stringify(fields)
+      write(`${head}${new Date().toISOString()}","msg":${JSON.stringify(msg)}${rest.length > 2 ? `,${rest.slice(1)}` : '}'}`)
+    }
   }
   return {
     debug: emit('debug'),

@@ -18,6 +18,9 @@ export async function openDatabase(config: Config) {
     // WAL + synchronous=NORMAL: durable across process crashes, ~30× faster commits (PERFORMANCE-NOTES).
     await client.execute('PRAGMA journal_mode = WAL')
     await client.execute('PRAGMA synchronous = NORMAL')
+    // Checkpoint the WAL every ~16 MiB instead of ~4 MiB: a quarter of the checkpoints (each one
+    // copies pages back and fsyncs) on a write-heavy load; the WAL file stays bounded.
+    await client.execute('PRAGMA wal_autocheckpoint = 4000')
     await client.execute('PRAGMA busy_timeout = 5000')
   }
   await client.execute('PRAGMA foreign_keys = ON')
@@ -66,4 +69,31 @@ export function withDevSecrets(config: Config, file = './data/.dev-secrets.json'
     writeFileSync(file, JSON.stringify(next), { mode: 0o600 })
   }
   return { ...config, jwtSecret: config.jwtSecret ?? next.jwtSecret, encryptionKey: config.encryptionKey ?? next.encryptionKey }
+}
+
+/**
+ * The log writer of the Node entry: lines are collected and written to stdout in one
+ * `process.stdout.write` per event-loop turn (stdout to a file or pipe is a synchronous write
+ * on Linux, so one write per line costs a syscall per request). Bounded: 512 lines force a flush.
+ * Pending lines are written on exit.
+ */
+export function bufferedStdout(): (line: string) => void {
+  let lines: string[] = []
+  let scheduled = false
+  const flush = () => {
+    scheduled = false
+    if (lines.length === 0) return
+    const out = lines.join('\n') + '\n'
+    lines = []
+    process.stdout.write(out)
+  }
+  process.on('exit', flush)
+  return (line) => {
+    lines.push(line)
+    if (lines.length >= 512) flush()
+    else if (!scheduled) {
+      scheduled = true
+      setImmediate(flush)
+    }
+  }
 }

@@ -1,3 +1,4 @@
+import type { Server as HttpServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { serve } from '@hono/node-server'
 import { createApp } from '../app.ts'
@@ -5,7 +6,7 @@ import { type Config, ConfigError, parseConfig } from '../config.ts'
 import { buildDeps } from '../deps.ts'
 import { createLogger } from '../lib/logger.ts'
 import { signToken } from '../lib/tokens.ts'
-import { nodePrimitives, withDevSecrets } from './node-primitives.ts'
+import { bufferedStdout, nodePrimitives, withDevSecrets } from './node-primitives.ts'
 
 async function main() {
   let config: Config
@@ -18,7 +19,7 @@ async function main() {
     }
     throw err
   }
-  const log = createLogger(config.logLevel)
+  const log = createLogger(config.logLevel, bufferedStdout())
   if (config.authDisabled) log.warn('AUTH_DISABLED=true: requests are not authenticated (development only)')
 
   const deps = await buildDeps(config, { ...(await nodePrimitives(config)), log })
@@ -53,12 +54,18 @@ async function main() {
     }, 10_000)
     force.unref()
     // Stop accepting; in-flight requests finish; idle keep-alive sockets close now.
+    const http = server as HttpServer
     server.close(async () => {
+      clearInterval(idle)
       await deps.close()
       log.info('stopped')
       process.exit(0)
     })
-    ;(server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.()
+    http.closeIdleConnections()
+    // A keep-alive socket turns idle when its in-flight response ends: close it then rather than
+    // after keepAliveTimeout, and answer requests still arriving on open sockets with Connection: close.
+    const idle = setInterval(() => http.closeIdleConnections(), 100)
+    http.on('request', (_req, res) => res.setHeader('Connection', 'close'))
   }
   process.on('SIGTERM', () => shutdown('SIGTERM'))
   process.on('SIGINT', () => shutdown('SIGINT'))
