@@ -1,3 +1,134 @@
-import { createRouter } from '../../http/router.ts'
+import { createRoute } from '@hono/zod-openapi'
+import { ctxOf } from '../../http/auth.ts'
+import { bearer, conflictResponse, createRouter, errorResponses, IdParam, PanelIdParam, TenantQuery } from '../../http/router.ts'
+import {
+  CreateDataSourceBody,
+  DataSource,
+  DataSourceList,
+  SyncQuery,
+  SyncResult,
+  SyncRun,
+  SyncRunList,
+  SyncRunsQuery,
+  TenantOnlyBody,
+  UpdateDataSourceBody,
+} from './datasources.schemas.ts'
+import {
+  createDataSource,
+  deleteDataSource,
+  listDataSources,
+  listSyncRuns,
+  syncDataSource,
+  updateDataSource,
+} from './datasources.service.ts'
+
+const tags = ['Data sources']
+const json = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } })
+const optionalBody = { required: false, content: { 'application/json': { schema: TenantOnlyBody } } }
+
+const listRoute = createRoute({
+  method: 'get',
+  path: '/panels/{panelId}/datasources',
+  tags,
+  summary: 'List the data sources of a panel',
+  security: bearer,
+  request: { params: PanelIdParam, query: TenantQuery },
+  responses: { 200: json(DataSourceList, 'The data sources, in creation order'), ...errorResponses },
+})
+
+const createSourceRoute = createRoute({
+  method: 'post',
+  path: '/panels/{panelId}/datasources',
+  tags,
+  summary: 'Create a data source and run its initial synchronisation',
+  description:
+    'Answers 201 after the initial sync. When that sync fails the source still exists: `syncStatus: "error"` and `errorMessage` say why. Secrets in `config` are encrypted at rest and answered as "<SECRET>".',
+  security: bearer,
+  request: {
+    params: PanelIdParam,
+    query: TenantQuery,
+    body: { required: true, content: { 'application/json': { schema: CreateDataSourceBody } } },
+  },
+  responses: { 201: json(DataSource, 'The created data source, after its initial sync'), ...errorResponses },
+})
+
+const updateRoute = createRoute({
+  method: 'put',
+  path: '/datasources/{id}',
+  tags,
+  summary: 'Update the type or config of a data source',
+  description: 'The config is replaced as a whole; a secret sent back as "<SECRET>" keeps the stored value.',
+  security: bearer,
+  request: {
+    params: IdParam,
+    query: TenantQuery,
+    body: { required: true, content: { 'application/json': { schema: UpdateDataSourceBody } } },
+  },
+  responses: { 200: json(DataSource, 'The updated data source'), ...errorResponses },
+})
+
+const deleteRoute = createRoute({
+  method: 'delete',
+  path: '/datasources/{id}',
+  tags,
+  summary: 'Delete a data source with its records and sync runs',
+  description: 'Columns that read from it keep existing with no data source.',
+  security: bearer,
+  request: { params: IdParam, query: TenantQuery, body: optionalBody },
+  responses: { 204: { description: 'Deleted' }, ...errorResponses },
+})
+
+const syncRoute = createRoute({
+  method: 'post',
+  path: '/datasources/{id}/sync',
+  tags,
+  summary: 'Synchronise a data source now',
+  description:
+    'Answers 200 with the data source plus `message`, `status` and `recordsProcessed`; a failed sync is also a 200, with `syncStatus: "error"` and `lastSyncAt` unchanged. With `?async=true` answers 202 with the sync run to poll at `/datasources/{id}/sync-runs`.',
+  security: bearer,
+  request: { params: IdParam, query: SyncQuery, body: optionalBody },
+  responses: {
+    200: json(SyncResult, 'The synchronisation result'),
+    202: json(SyncRun, 'The sync run, continuing in the background'),
+    ...conflictResponse,
+    ...errorResponses,
+  },
+})
+
+const syncRunsRoute = createRoute({
+  method: 'get',
+  path: '/datasources/{id}/sync-runs',
+  tags,
+  summary: 'List the sync runs of a data source, newest first',
+  security: bearer,
+  request: { params: IdParam, query: SyncRunsQuery },
+  responses: { 200: json(SyncRunList, 'Sync runs and their total'), ...errorResponses },
+})
 
 export const datasourcesRouter = createRouter()
+  .openapi(listRoute, async (c) => {
+    return c.json(await listDataSources(ctxOf(c, c.req.valid('query')), c.req.valid('param').panelId), 200)
+  })
+  .openapi(createSourceRoute, async (c) => {
+    const body = c.req.valid('json')
+    return c.json(await createDataSource(ctxOf(c, c.req.valid('query'), body), c.req.valid('param').panelId, body), 201)
+  })
+  .openapi(updateRoute, async (c) => {
+    const body = c.req.valid('json')
+    return c.json(await updateDataSource(ctxOf(c, c.req.valid('query'), body), c.req.valid('param').id, body), 200)
+  })
+  .openapi(deleteRoute, async (c) => {
+    await deleteDataSource(ctxOf(c, c.req.valid('query'), c.req.valid('json')), c.req.valid('param').id)
+    return c.body(null, 204)
+  })
+  .openapi(syncRoute, async (c) => {
+    const query = c.req.valid('query')
+    const outcome = await syncDataSource(ctxOf(c, query, c.req.valid('json')), c.req.valid('param').id, {
+      background: query.async,
+    })
+    return outcome.background ? c.json(outcome.run, 202) : c.json(outcome.result, 200)
+  })
+  .openapi(syncRunsRoute, async (c) => {
+    const query = c.req.valid('query')
+    return c.json(await listSyncRuns(ctxOf(c, query), c.req.valid('param').id, query.limit), 200)
+  })

@@ -1,0 +1,86 @@
+import type { ResolveHost } from '../../deps.ts'
+import { ConnectorError } from '../types.ts'
+import { isIpLiteral, nonPublicReason } from './ip.ts'
+
+export const MAX_REDIRECTS = 5
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
+/** Headers that must not follow a redirect to another origin. */
+const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization']
+
+export interface GuardedFetchOptions {
+  fetch: typeof fetch
+  /** The runtime's resolver; undefined where there is no DNS API (then only literals are checked). */
+  resolveHost?: ResolveHost
+  /** ALLOW_PRIVATE_NETWORK_SOURCES: skip the address checks (scheme and redirect limits stay). */
+  allowPrivate: boolean
+}
+
+export type GuardedFetch = (input: string | URL, init?: RequestInit) => Promise<Response>
+
+const refuse = (host: string, reason: string) =>
+  new ConnectorError(
+    `Refusing to connect to ${host}: it is a ${reason} address, and private network addresses are not allowed for data sources (ALLOW_PRIVATE_NETWORK_SOURCES=false)`,
+  )
+
+/**
+ * The only way connectors reach the network (DATA-ENGINE: safety rules). Refuses non-http(s)
+ * URLs and, unless `allowPrivate`, hosts that are or resolve to loopback, private, link-local,
+ * unspecified, CGNAT or multicast addresses (IPv4-mapped IPv6 included). Redirects are followed
+ * by hand (at most 5) so each target is checked the same way; credentials are dropped when a
+ * redirect leaves the origin. The check resolves the name before fetch resolves it again, so a
+ * DNS answer that changes in between (rebinding) is not caught; an egress firewall covers that.
+ */
+export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
+  async function check(url: URL) {
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+      throw new ConnectorError(`Only http and https URLs are allowed, not ${url.protocol.replace(/:$/, '')}`)
+    }
+    if (options.allowPrivate) return
+    const host = url.hostname.replace(/\.$/, '').toLowerCase()
+    if (host === 'localhost' || host.endsWith('.localhost')) throw refuse(host, 'loopback')
+    if (isIpLiteral(host)) {
+      const reason = nonPublicReason(host)
+      if (reason) throw refuse(host, reason)
+      return
+    }
+    if (!options.resolveHost) return
+    let addresses: string[]
+    try {
+      addresses = await options.resolveHost(host)
+    } catch {
+      throw new ConnectorError(`Could not resolve host ${host}`)
+    }
+    for (const address of addresses) {
+      const reason = nonPublicReason(address)
+      if (reason) throw refuse(`${host} (${address})`, reason)
+    }
+  }
+
+  return async function guardedFetch(input, init = {}) {
+    let url: URL
+    try {
+      url = new URL(String(input))
+    } catch {
+      throw new ConnectorError(`Invalid URL: ${String(input).slice(0, 200)}`)
+    }
+    let method = (init.method ?? 'GET').toUpperCase()
+    let body = init.body
+    const headers = new Headers(init.headers)
+    for (let hop = 0; ; hop++) {
+      await check(url)
+      const res = await options.fetch(url, { ...init, method, body, headers, redirect: 'manual' })
+      const location = res.headers.get('location')
+      if (!REDIRECT_STATUSES.has(res.status) || !location) return res
+      await res.body?.cancel().catch(() => {})
+      if (hop >= MAX_REDIRECTS) throw new ConnectorError(`Too many redirects (more than ${MAX_REDIRECTS})`)
+      const next = new URL(location, url)
+      if (res.status === 303 || ((res.status === 301 || res.status === 302) && method === 'POST')) {
+        method = 'GET'
+        body = undefined
+        headers.delete('content-type')
+      }
+      if (next.origin !== url.origin) for (const h of CREDENTIAL_HEADERS) headers.delete(h)
+      url = next
+    }
+  }
+}

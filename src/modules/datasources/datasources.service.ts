@@ -1,0 +1,198 @@
+import { and, asc, count, desc, eq, sql } from 'drizzle-orm'
+import { connectorFor } from '../../connectors/registry.ts'
+import { columns, dataSources, records, syncRuns } from '../../db/schema.ts'
+import { AppError, invalid, notFound } from '../../errors.ts'
+import type { ServiceContext } from '../../http/context.ts'
+import { issuesToDetails } from '../../http/errors.ts'
+import { isoNow } from '../../lib/clock.ts'
+import { changeInsert, createdFields } from '../changes/changes.service.ts'
+import { notifyViewOwners } from '../notifications/notifications.service.ts'
+import { requirePanel } from '../panels/panels.service.ts'
+import {
+  type CreateDataSourceInput,
+  type DataSourceDto,
+  type DataSourceRow,
+  type SyncResultDto,
+  type SyncRunDto,
+  toDataSourceDto,
+  toSyncRunDto,
+  type UpdateDataSourceInput,
+} from './datasources.schemas.ts'
+import { maskConfig, sealConfig, unsealConfig } from './datasources.secrets.ts'
+import { runSync, runSyncInBackground, type SyncOutcome } from './datasources.sync.ts'
+
+const dto = async (ctx: ServiceContext, row: DataSourceRow) => toDataSourceDto(row, await maskConfig(ctx.secrets, row.config))
+
+/** A type with a connector validates its config now (400 naming `config.<field>`); others later. */
+function validateConfig(type: string, config: Record<string, unknown>) {
+  const connector = connectorFor(type)
+  if (!connector) return
+  const parsed = connector.configSchema.safeParse(config)
+  if (!parsed.success) throw invalid(issuesToDetails(parsed.error.issues, 'config'), `Invalid ${type} data source config`)
+}
+
+/** 404 unless the caller may reach the panel: another tenant's, user's or a deleted panel. */
+async function panelOrNotFound(ctx: ServiceContext, panelId: number, sourceId: number) {
+  try {
+    return await requirePanel(ctx, panelId)
+  } catch (err) {
+    if (err instanceof AppError && err.code === 'NOT_FOUND') throw notFound('Data source', sourceId, ctx.scope.tenantId)
+    throw err
+  }
+}
+
+/**
+ * The data source as the caller may reach it (CONTRACT: Ownership): it belongs to its panel's
+ * owner, so another tenant's or user's source, or one under a deleted panel, is a 404.
+ */
+export async function requireDataSource(ctx: ServiceContext, id: number): Promise<DataSourceRow> {
+  const [row] = await ctx.db
+    .select()
+    .from(dataSources)
+    .where(and(eq(dataSources.id, id), eq(dataSources.tenantId, ctx.scope.tenantId)))
+    .limit(1)
+  if (!row) throw notFound('Data source', id, ctx.scope.tenantId)
+  await panelOrNotFound(ctx, row.panelId, id)
+  return row
+}
+
+/** The panel's data sources in creation order. */
+export async function listDataSources(ctx: ServiceContext, panelId: number): Promise<DataSourceDto[]> {
+  await requirePanel(ctx, panelId)
+  const rows = await ctx.db
+    .select()
+    .from(dataSources)
+    .where(and(eq(dataSources.tenantId, ctx.scope.tenantId), eq(dataSources.panelId, panelId)))
+    .orderBy(asc(dataSources.id))
+  return Promise.all(rows.map((r) => dto(ctx, r)))
+}
+
+/**
+ * Creates the source (`pending`, secrets encrypted) with its CREATE change in one batch, then runs
+ * the initial sync before answering (spec §3, §4.7 rule 4). A failing sync still answers the
+ * created source, with `syncStatus: 'error'` (CONTRACT: DataSource).
+ */
+export async function createDataSource(
+  ctx: ServiceContext,
+  panelId: number,
+  input: CreateDataSourceInput,
+): Promise<DataSourceDto> {
+  const panel = await requirePanel(ctx, panelId)
+  validateConfig(input.type, input.config)
+  const now = isoNow(ctx.clock)
+  const values = {
+    tenantId: ctx.scope.tenantId,
+    userId: panel.userId,
+    panelId,
+    type: input.type,
+    config: await sealConfig(ctx.secrets, input.config),
+    syncStatus: 'pending' as const,
+    createdAt: now,
+    updatedAt: now,
+  }
+  const id = sql`last_insert_rowid()`
+  const [inserted] = await ctx.db.batch([
+    ctx.db.insert(dataSources).values(values).returning(),
+    changeInsert(ctx, {
+      panelId,
+      entityType: 'DataSource',
+      entityId: id,
+      action: 'CREATE',
+      changes: createdFields({ type: values.type, config: await maskConfig(ctx.secrets, values.config) }, ['type', 'config']),
+    }),
+  ])
+  const outcome = await runSync(ctx, inserted[0] as DataSourceRow, 'create')
+  return dto(ctx, outcome.source)
+}
+
+/**
+ * Updates type and/or config. The config is replaced as a whole; "<SECRET>" keeps the stored
+ * secret. Records the diff (secrets masked) and warns the owners of the panel's views.
+ */
+export async function updateDataSource(ctx: ServiceContext, id: number, input: UpdateDataSourceInput): Promise<DataSourceDto> {
+  const before = await requireDataSource(ctx, id)
+  const type = input.type ?? before.type
+  const config = input.config === undefined ? before.config : await sealConfig(ctx.secrets, input.config, before.config)
+  if (input.type !== undefined || input.config !== undefined) {
+    validateConfig(type, input.config === undefined ? await unsealConfig(ctx.secrets, before.config) : input.config)
+  }
+  const diff: Record<string, { oldValue: unknown; newValue: unknown }> = {}
+  if (type !== before.type) diff.type = { oldValue: before.type, newValue: type }
+  if (input.config !== undefined) {
+    const [oldPlain, newPlain] = await Promise.all([unsealConfig(ctx.secrets, before.config), unsealConfig(ctx.secrets, config)])
+    if (JSON.stringify(oldPlain) !== JSON.stringify(newPlain)) {
+      diff.config = { oldValue: await maskConfig(ctx.secrets, before.config), newValue: await maskConfig(ctx.secrets, config) }
+    }
+  }
+  if (Object.keys(diff).length === 0) return dto(ctx, before)
+  const [[row]] = await ctx.db.batch([
+    ctx.db
+      .update(dataSources)
+      .set({ type, config, updatedAt: isoNow(ctx.clock) })
+      .where(and(eq(dataSources.id, id), eq(dataSources.tenantId, ctx.scope.tenantId)))
+      .returning(),
+    changeInsert(ctx, { panelId: before.panelId, entityType: 'DataSource', entityId: id, action: 'UPDATE', changes: diff }),
+    notifyViewOwners(ctx, {
+      panelId: before.panelId,
+      type: 'DATA_CHANGED',
+      impact: 'warning',
+      message: `Data source ${id} (${type}) was updated (${Object.keys(diff).join(', ')})`,
+    }),
+  ])
+  return dto(ctx, row as DataSourceRow)
+}
+
+/** Deletes the source, its records and sync runs, and unlinks columns that read from it (one batch). */
+export async function deleteDataSource(ctx: ServiceContext, id: number): Promise<void> {
+  const before = await requireDataSource(ctx, id)
+  const tenant = ctx.scope.tenantId
+  await ctx.db.batch([
+    ctx.db
+      .update(columns)
+      .set({ dataSourceId: null, updatedAt: isoNow(ctx.clock) })
+      .where(and(eq(columns.tenantId, tenant), eq(columns.dataSourceId, id))),
+    ctx.db.delete(records).where(eq(records.dataSourceId, id)),
+    ctx.db.delete(syncRuns).where(eq(syncRuns.dataSourceId, id)),
+    ctx.db.delete(dataSources).where(and(eq(dataSources.id, id), eq(dataSources.tenantId, tenant))),
+    changeInsert(ctx, {
+      panelId: before.panelId,
+      entityType: 'DataSource',
+      entityId: id,
+      action: 'DELETE',
+      changes: { type: { oldValue: before.type }, config: { oldValue: await maskConfig(ctx.secrets, before.config) } },
+    }),
+  ])
+}
+
+const toSyncResult = async (ctx: ServiceContext, o: SyncOutcome): Promise<SyncResultDto> => ({
+  ...(await dto(ctx, o.source)),
+  message: o.message,
+  status: o.source.syncStatus,
+  recordsProcessed: o.recordsProcessed,
+})
+
+/**
+ * Runs a sync now and answers the source with `message`, `status` and `recordsProcessed`
+ * (CONTRACT: POST …/sync); with `background` it answers the opened sync run at once (202).
+ * A sync already running is a 409 with that run in `details`.
+ */
+export async function syncDataSource(
+  ctx: ServiceContext,
+  id: number,
+  options: { background?: boolean } = {},
+): Promise<{ background: false; result: SyncResultDto } | { background: true; run: SyncRunDto }> {
+  const source = await requireDataSource(ctx, id)
+  if (options.background) return { background: true, run: toSyncRunDto(await runSyncInBackground(ctx, source, 'manual')) }
+  return { background: false, result: await toSyncResult(ctx, await runSync(ctx, source, 'manual')) }
+}
+
+/** The source's sync runs, newest first. */
+export async function listSyncRuns(ctx: ServiceContext, id: number, limit: number) {
+  await requireDataSource(ctx, id)
+  const where = and(eq(syncRuns.tenantId, ctx.scope.tenantId), eq(syncRuns.dataSourceId, id))
+  const [rows, [{ total }]] = await ctx.db.batch([
+    ctx.db.select().from(syncRuns).where(where).orderBy(desc(syncRuns.id)).limit(limit),
+    ctx.db.select({ total: count() }).from(syncRuns).where(where),
+  ])
+  return { syncRuns: rows.map(toSyncRunDto), total }
+}
