@@ -1,7 +1,8 @@
-import { sql } from 'drizzle-orm'
-import type { NotificationImpact, NotificationType } from '../../db/schema.ts'
+import { and, desc, eq, inArray, type SQL, sql } from 'drizzle-orm'
+import { type NotificationImpact, type NotificationType, notifications, views } from '../../db/schema.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
+import type { ListNotificationsInput, MarkReadInput, NotificationPageDto } from './notifications.schemas.ts'
 
 export interface ViewOwnerNotice {
   panelId: number
@@ -50,4 +51,70 @@ export function notifyTenantUsers(ctx: ServiceContext, n: TenantNotice) {
           UNION SELECT user_id FROM views WHERE tenant_id = ${tenantId}) u
     WHERE u.user_id <> ${userId}
     ON CONFLICT DO NOTHING`)
+}
+
+/** The caller's own notifications: recipient = scope user, within the scope tenant. */
+const mine = (ctx: ServiceContext) =>
+  and(eq(notifications.tenantId, ctx.scope.tenantId), eq(notifications.userId, ctx.scope.userId)) as SQL
+
+/**
+ * The caller's view notifications, newest first (CONTRACT: Notifications). `total` counts the
+ * filtered set, `unreadCount` every unread one of the caller whatever the filter. `view` is null
+ * once the view or its panel is deleted; the notification itself stays.
+ */
+export async function listNotifications(ctx: ServiceContext, q: ListNotificationsInput): Promise<NotificationPageDto> {
+  const where = q.isRead === undefined ? mine(ctx) : (and(mine(ctx), eq(notifications.isRead, q.isRead)) as SQL)
+  const liveView = and(
+    eq(views.id, notifications.viewId),
+    eq(views.tenantId, notifications.tenantId),
+    sql`EXISTS (SELECT 1 FROM panels p WHERE p.id = ${views.panelId} AND p.deleted_at IS NULL)`,
+  )
+  const [rows, [counts]] = await ctx.db.batch([
+    ctx.db
+      .select({
+        id: notifications.id,
+        viewId: notifications.viewId,
+        userId: notifications.userId,
+        tenantId: notifications.tenantId,
+        type: notifications.type,
+        impact: notifications.impact,
+        message: notifications.message,
+        isRead: notifications.isRead,
+        createdAt: notifications.createdAt,
+        readAt: notifications.readAt,
+        view: { id: views.id, name: views.name, panelId: views.panelId },
+      })
+      .from(notifications)
+      .leftJoin(views, liveView)
+      .where(where)
+      .orderBy(desc(notifications.createdAt), desc(notifications.id))
+      .limit(q.limit)
+      .offset(q.offset),
+    ctx.db
+      .select({
+        all: sql<number>`count(*)`,
+        unread: sql<number>`coalesce(sum(CASE WHEN ${notifications.isRead} THEN 0 ELSE 1 END), 0)`,
+      })
+      .from(notifications)
+      .where(mine(ctx)),
+  ])
+  const all = Number(counts.all)
+  const unreadCount = Number(counts.unread)
+  const total = q.isRead === undefined ? all : q.isRead ? all - unreadCount : unreadCount
+  return { notifications: rows, total, unreadCount, hasMore: q.offset + rows.length < total }
+}
+
+/**
+ * Marks the caller's unread notifications among `notificationIds` as read and sets `readAt`.
+ * Ids of other users or tenants, unknown ids and already read ones are skipped silently and not
+ * counted, so the answer reveals nothing about notifications the caller does not own.
+ */
+export async function markNotificationsRead(ctx: ServiceContext, input: MarkReadInput): Promise<{ updated: number }> {
+  const ids = [...new Set(input.notificationIds)]
+  const updated = await ctx.db
+    .update(notifications)
+    .set({ isRead: true, readAt: isoNow(ctx.clock) })
+    .where(and(mine(ctx), eq(notifications.isRead, false), inArray(notifications.id, ids)))
+    .returning({ id: notifications.id })
+  return { updated: updated.length }
 }

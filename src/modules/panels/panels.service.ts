@@ -9,6 +9,10 @@ import type { CreatePanelInput, ListPanelsInput, PanelDto, PanelRow, UpdatePanel
 import { toPanelDto } from './panels.schemas.ts'
 
 const panelKey = (id: number) => `panel:${id}`
+/** The current version of an owner's panel lists; deleted on every write of that owner's panels. */
+const listVersionKey = (ownerId: string) => `panels:lv:${encodeURIComponent(ownerId)}`
+const listKey = (ownerId: string, version: string, q: ListPanelsInput) =>
+  `panels:list:${encodeURIComponent(ownerId)}:${version}:${encodeURIComponent(JSON.stringify([q.page, q.limit, q.sort, q.order, q.search]))}`
 const TRACKED = ['name', 'description', 'metadata', 'cohortRule'] as const
 
 /** Who may reach a panel: its owner, or an admin of the tenant (CONTRACT: Ownership). */
@@ -47,8 +51,28 @@ export interface PanelPage {
   page?: { total: number; page: number; limit: number }
 }
 
-/** Panels of the caller's tenant and user, newest first (CONTRACT: Panel lists). */
+/**
+ * Panels of the caller's tenant and user, newest first (CONTRACT: Panel lists), cached per
+ * (tenant, owner, query) under the owner's list version. Every panel write of that owner deletes
+ * the version (`invalidateLists`), so a list cached before a write is never served after it: a
+ * reader that raced the write stored its result under the old version, which nothing reads any
+ * more. The version is settled before the database is read, so a fresh version never labels data
+ * older than the write that made it.
+ */
 export async function listPanels(ctx: ServiceContext, q: ListPanelsInput): Promise<PanelPage> {
+  const { tenantId, userId } = ctx.scope
+  let version = await ctx.cache.get<string>(tenantId, listVersionKey(userId))
+  if (version === undefined) {
+    version = crypto.randomUUID()
+    await ctx.cache.set(tenantId, listVersionKey(userId), version)
+  }
+  return ctx.cache.wrap(tenantId, listKey(userId, version, q), () => loadPanels(ctx, q)) as Promise<PanelPage>
+}
+
+/** Drops every cached panel list of `ownerId` (after a create, update or delete of their panels). */
+const invalidateLists = (ctx: ServiceContext, ownerId: string) => ctx.cache.del(ctx.scope.tenantId, listVersionKey(ownerId))
+
+async function loadPanels(ctx: ServiceContext, q: ListPanelsInput): Promise<PanelPage> {
   const conditions: SQL[] = [
     eq(panels.tenantId, ctx.scope.tenantId),
     eq(panels.userId, ctx.scope.userId),
@@ -95,8 +119,10 @@ export async function createPanel(ctx: ServiceContext, input: CreatePanelInput):
     updatedAt: now,
   }
   const id = sql`last_insert_rowid()`
-  const [[row]] = await ctx.db.batch([
-    ctx.db.insert(panels).values(values).returning(),
+  // No RETURNING: the row is exactly `values` plus the new id (the table has no other defaults
+  // the DTO shows), which saves reading the row back on the hot write path (docs/performance.md).
+  const [inserted] = await ctx.db.batch([
+    ctx.db.insert(panels).values(values),
     changeInsert(ctx, {
       panelId: id,
       entityType: 'Panel',
@@ -105,7 +131,10 @@ export async function createPanel(ctx: ServiceContext, input: CreatePanelInput):
       changes: createdFields(values, ['name', 'description', 'metadata', 'cohortRule']),
     }),
   ])
-  return toPanelDto(row as PanelRow)
+  await invalidateLists(ctx, values.userId)
+  // libSQL reports the new id as `lastInsertRowid`; D1 (Workers) as `meta.last_row_id`.
+  const newId = inserted.lastInsertRowid ?? (inserted as { meta?: { last_row_id?: number } }).meta?.last_row_id
+  return toPanelDto({ ...values, id: Number(newId), deletedAt: null })
 }
 
 /** Updates name, description, metadata or cohort rule; records the diff and notifies view owners. */
@@ -130,6 +159,7 @@ export async function updatePanel(ctx: ServiceContext, id: number, input: Update
     }),
   ])
   await ctx.cache.del(ctx.scope.tenantId, panelKey(id))
+  await invalidateLists(ctx, before.userId)
   if (!row) throw notFound('Panel', id, ctx.scope.tenantId)
   return toPanelDto(row as PanelRow)
 }
@@ -149,4 +179,5 @@ export async function deletePanel(ctx: ServiceContext, id: number): Promise<void
     }),
   ])
   await ctx.cache.del(ctx.scope.tenantId, panelKey(id))
+  await invalidateLists(ctx, before.userId)
 }

@@ -1,0 +1,304 @@
+import { z } from '@hono/zod-openapi'
+import type { AggregationSpec, FilterCriterion, SortCriterion, views } from '../../db/schema.ts'
+import { ACCEPTED_OPERATORS, canonicalOperator, LIST_OPERATORS, RANGE_OPERATORS } from '../../engine/filters/operators.ts'
+import { JsonObject, QueryBoolean, TenantBody, TenantQuery, Timestamp } from '../../http/router.ts'
+
+/** Limits of a view (views brief): filters per level, sorts, aggregations, filter nesting. */
+export const MAX_FILTERS = 50
+export const MAX_SORTS = 20
+export const MAX_AGGREGATIONS = 20
+export const MAX_FILTER_DEPTH = 5
+
+const ColumnTitle = z.string().trim().min(1).max(255).openapi({ example: 'Age' })
+const Operator = z
+  .enum(ACCEPTED_OPERATORS)
+  .transform(canonicalOperator)
+  .openapi({ description: 'A filter operator (spec §2.7); eq, ne, gt, lt, gte, lte are stored as their canonical names' })
+const LogicalOperator = z.enum(['AND', 'OR'])
+
+/** between/notBetween take a `[low, high]` pair, in/notIn a list, when a value is given. */
+function checkValueShape(f: { operator: string; value?: unknown }, ctx: z.RefinementCtx) {
+  if (f.value === undefined || f.value === null) return
+  const op = f.operator as Parameters<typeof RANGE_OPERATORS.has>[0]
+  if (RANGE_OPERATORS.has(op) && !(Array.isArray(f.value) && f.value.length === 2)) {
+    ctx.addIssue({ code: 'custom', path: ['value'], message: `${f.operator} takes a [low, high] pair` })
+  } else if (LIST_OPERATORS.has(op) && !Array.isArray(f.value)) {
+    ctx.addIssue({ code: 'custom', path: ['value'], message: `${f.operator} takes a list of values` })
+  }
+}
+
+interface FilterCriterionIn {
+  columnTitle: string
+  operator: string
+  value?: unknown
+  logicalOperator?: 'AND' | 'OR'
+  conditions?: FilterCriterionIn[]
+}
+
+export const FilterCriterionSchema: z.ZodType<FilterCriterion, FilterCriterionIn> = z
+  .lazy(() =>
+    z
+      .object({
+        columnTitle: ColumnTitle,
+        operator: Operator,
+        value: z.unknown().optional(),
+        logicalOperator: LogicalOperator.optional(),
+        conditions: z.array(FilterCriterionSchema).max(MAX_FILTERS).optional(),
+      })
+      .superRefine(checkValueShape),
+  )
+  .openapi('FilterCriterion', { example: { columnTitle: 'Age', operator: 'greaterThan', value: 65 } })
+
+/** Nested `conditions` go at most MAX_FILTER_DEPTH levels deep (top level = 1). */
+function checkDepth(list: { conditions?: FilterCriterion[] }[], ctx: z.RefinementCtx, depth = 1, path: (string | number)[] = []) {
+  list.forEach((f, i) => {
+    if (!f.conditions?.length) return
+    if (depth >= MAX_FILTER_DEPTH) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [...path, i, 'conditions'],
+        message: `filters nest at most ${MAX_FILTER_DEPTH} levels deep`,
+      })
+    } else checkDepth(f.conditions, ctx, depth + 1, [...path, i, 'conditions'])
+  })
+}
+
+export const FilterList = z
+  .array(FilterCriterionSchema)
+  .max(MAX_FILTERS)
+  .superRefine((l, ctx) => checkDepth(l, ctx))
+
+/** No two entries of a list may name the same column. */
+const uniqueBy =
+  <T>(key: (item: T) => string, field: string) =>
+  (list: T[], ctx: z.RefinementCtx) => {
+    const seen = new Set<string>()
+    list.forEach((item, i) => {
+      const k = key(item)
+      if (seen.has(k)) ctx.addIssue({ code: 'custom', path: [i, field], message: `duplicate column "${k}"` })
+      seen.add(k)
+    })
+  }
+
+const Direction = z.enum(['asc', 'desc'])
+
+export const SortCriterionSchema = z
+  .object({
+    columnTitle: ColumnTitle,
+    direction: Direction,
+    priority: z.number().int().min(0).max(1000).optional(),
+    nullsFirst: z.boolean().optional(),
+    customOrder: z.array(z.string().max(255)).max(1000).optional(),
+  })
+  .openapi('SortCriterion', { example: { columnTitle: 'Age', direction: 'desc' } })
+
+export const SortList = z
+  .array(SortCriterionSchema)
+  .max(MAX_SORTS)
+  .superRefine(uniqueBy((s) => s.columnTitle, 'columnTitle'))
+
+export const AggregationSchema = z
+  .object({
+    columnTitle: ColumnTitle,
+    function: z.enum(['count', 'sum', 'average', 'min', 'max', 'median', 'distinct']),
+    alias: z.string().trim().min(1).max(255).optional(),
+  })
+  .openapi('Aggregation', { example: { columnTitle: 'Age', function: 'average', alias: 'Mean age' } })
+
+const ColumnVisibility = z.record(z.string().max(255), z.boolean()).openapi({ example: { Age: true, Notes: false } })
+const NameList = z.array(z.string().max(255)).max(500)
+
+const ViewConfigIn = z
+  .object({
+    columns: NameList.default([]),
+    groupBy: NameList.default([]),
+    layout: z.string().trim().min(1).max(50).default('table'),
+  })
+  .passthrough()
+  .openapi('ViewConfig', { example: { columns: ['Name', 'Age'], groupBy: [], layout: 'table' } })
+
+/** On update only the keys sent are merged into the stored config (no defaults). */
+const ViewConfigPatch = z
+  .object({ columns: NameList.optional(), groupBy: NameList.optional(), layout: z.string().trim().min(1).max(50).optional() })
+  .passthrough()
+
+const ViewName = z.string().trim().min(1).max(255).openapi({ example: 'Over 65' })
+const Description = z.string().max(1000)
+
+export const CreateViewBody = z
+  .object({
+    name: ViewName,
+    panelId: z.number().int().positive().openapi({ example: 1 }),
+    description: Description.default(''),
+    config: ViewConfigIn.default({ columns: [], groupBy: [], layout: 'table' }),
+    metadata: JsonObject.default({}),
+    filters: FilterList.default([]),
+    sorting: SortList.default([]),
+    columnVisibility: ColumnVisibility.default({}),
+    aggregations: z.array(AggregationSchema).max(MAX_AGGREGATIONS).default([]),
+    ...TenantBody,
+  })
+  .openapi('CreateView', {
+    example: { name: 'Over 65', panelId: 1, config: { columns: ['Name', 'Age'], groupBy: [], layout: 'table' } },
+  })
+
+export const UpdateViewBody = z
+  .object({
+    name: ViewName.optional(),
+    description: Description.nullable()
+      .optional()
+      .transform((d) => (d === null ? '' : d)),
+    config: ViewConfigPatch.optional(),
+    metadata: JsonObject.optional(),
+    filters: FilterList.optional(),
+    sorting: SortList.optional(),
+    columnVisibility: ColumnVisibility.optional(),
+    aggregations: z.array(AggregationSchema).max(MAX_AGGREGATIONS).optional(),
+    ...TenantBody,
+  })
+  .openapi('UpdateView', { example: { name: 'Over 70', config: { layout: 'cards' } } })
+
+/** A body naming only the caller (delete, unpublish). */
+export const ViewCallerBody = z.object({ ...TenantBody }).openapi('ViewCaller')
+
+export const ListViewsQuery = TenantQuery.extend({
+  panelId: z.coerce.number().int().positive().optional().openapi({ example: 1 }),
+  published: QueryBoolean.optional().openapi({ example: 'true' }),
+  limit: z.coerce.number().int().min(1).max(100).optional().openapi({ example: 50 }),
+  offset: z.coerce.number().int().min(0).optional().openapi({ example: 0 }),
+})
+
+export const PublishConfigSchema = z
+  .object({
+    permissions: z.array(z.enum(['read', 'edit', 'create', 'delete', 'manage'])).max(5),
+    userGroups: z.array(z.string().min(1).max(255)).max(100),
+    publishedTitle: z.string().trim().min(1).max(255).optional(),
+    description: Description.optional(),
+    isDefault: z.boolean().optional(),
+    expiresAt: z.iso
+      .datetime({ offset: true })
+      .transform((d) => new Date(d).toISOString())
+      .optional(),
+    passwordProtected: z.boolean().optional(),
+    allowDownload: z.boolean().optional(),
+    allowComments: z.boolean().optional(),
+  })
+  .openapi('PublishConfig', { example: { permissions: ['read'], userGroups: [] } })
+
+export const DEFAULT_PUBLISH_CONFIG = { permissions: ['read'], userGroups: [] }
+
+export const PublishViewBody = z
+  .object({ publishConfig: PublishConfigSchema.optional(), ...TenantBody })
+  .openapi('PublishView', { example: { publishConfig: { permissions: ['read'], userGroups: ['nurses'] } } })
+
+export const View = z
+  .object({
+    id: z.number().int().openapi({ example: 1 }),
+    name: z.string().openapi({ example: 'Over 65' }),
+    description: z.string().openapi({ example: '' }),
+    panelId: z.number().int().openapi({ example: 1 }),
+    userId: z.string().openapi({ example: 'user-456' }),
+    tenantId: z.string().openapi({ example: 'tenant-123' }),
+    isPublished: z.boolean(),
+    publishedAt: Timestamp.nullable(),
+    publishedBy: z.string().nullable(),
+    publishConfig: JsonObject.nullable(),
+    config: JsonObject,
+    metadata: JsonObject,
+    filters: z.array(JsonObject),
+    sorting: z.array(JsonObject),
+    columnVisibility: z.record(z.string(), z.boolean()),
+    aggregations: z.array(JsonObject),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+    panel: z.object({ id: z.number().int(), name: z.string() }),
+  })
+  .openapi('View')
+
+export const ViewList = z.object({ views: z.array(View), total: z.number().int() }).openapi('ViewList')
+
+/** The view's sort records (`sorting`) as the sorts sub-resource shows them (CONTRACT: Views). */
+export const SortRecord = z
+  .object({ columnName: z.string(), direction: Direction, order: z.number().int() })
+  .openapi('ViewSort', { example: { columnName: 'Age', direction: 'desc', order: 1 } })
+
+export const SortRecords = z.object({ sorts: z.array(SortRecord) }).openapi('ViewSorts')
+
+export const PutSortsBody = z
+  .object({
+    sorts: z
+      .array(z.object({ columnName: ColumnTitle, direction: Direction, order: z.number().int().min(0).max(1000).optional() }))
+      .max(MAX_SORTS)
+      .superRefine(uniqueBy((s) => s.columnName, 'columnName')),
+    ...TenantBody,
+  })
+  .openapi('PutViewSorts', { example: { sorts: [{ columnName: 'Age', direction: 'desc', order: 1 }] } })
+
+/** The view's filter records (`filters`); `id` is the 1-based position. */
+export const FilterRecord = z
+  .object({
+    id: z.number().int(),
+    columnName: z.string(),
+    operator: z.string(),
+    value: z.unknown(),
+    logicalOperator: LogicalOperator,
+    conditions: z.array(JsonObject).optional(),
+  })
+  .openapi('ViewFilter', { example: { id: 1, columnName: 'Age', operator: 'greaterThan', value: 65, logicalOperator: 'AND' } })
+
+export const FilterRecords = z.object({ filters: z.array(FilterRecord) }).openapi('ViewFilters')
+
+export const PutFiltersBody = z
+  .object({
+    filters: z
+      .array(
+        z
+          .object({
+            columnName: ColumnTitle,
+            operator: Operator,
+            value: z.unknown().optional(),
+            logicalOperator: LogicalOperator.optional(),
+            conditions: z.array(FilterCriterionSchema).max(MAX_FILTERS).optional(),
+          })
+          .superRefine(checkValueShape),
+      )
+      .max(MAX_FILTERS)
+      .superRefine((list, ctx) => checkDepth(list, ctx)),
+    ...TenantBody,
+  })
+  .openapi('PutViewFilters', { example: { filters: [{ columnName: 'Age', operator: 'gte', value: 65 }] } })
+
+export type PutSortsInput = z.infer<typeof PutSortsBody>
+export type PutFiltersInput = z.infer<typeof PutFiltersBody>
+export type SortRecordDto = z.infer<typeof SortRecord>
+export type FilterRecordDto = z.infer<typeof FilterRecord>
+
+export type CreateViewInput = z.infer<typeof CreateViewBody>
+export type UpdateViewInput = z.infer<typeof UpdateViewBody>
+export type ListViewsInput = z.infer<typeof ListViewsQuery>
+export type PublishViewInput = z.infer<typeof PublishViewBody>
+export type ViewRow = typeof views.$inferSelect
+export type ViewDto = z.infer<typeof View>
+export type { AggregationSpec, FilterCriterion, SortCriterion }
+
+export const toViewDto = (row: ViewRow, panel: { id: number; name: string }): ViewDto => ({
+  id: row.id,
+  name: row.name,
+  description: row.description ?? '',
+  panelId: row.panelId,
+  userId: row.userId,
+  tenantId: row.tenantId,
+  isPublished: Boolean(row.isPublished),
+  publishedAt: row.publishedAt ?? null,
+  publishedBy: row.publishedBy ?? null,
+  publishConfig: row.publishConfig ?? null,
+  config: row.config,
+  metadata: row.metadata ?? {},
+  filters: row.filters as unknown as Record<string, unknown>[],
+  sorting: row.sorting as unknown as Record<string, unknown>[],
+  columnVisibility: row.columnVisibility ?? {},
+  aggregations: row.aggregations as unknown as Record<string, unknown>[],
+  createdAt: row.createdAt,
+  updatedAt: row.updatedAt,
+  panel: { id: panel.id, name: panel.name },
+})
