@@ -1,0 +1,32 @@
+// Minimal types for the parts of autocannon 9 the benchmark uses (the package ships none).
+declare module 'autocannon' {
+  import type { EventEmitter } from 'node:events'
+
+  interface Options {
+    url: string
+    connections?: number
+    duration?: number
+    method?: string
+    headers?: Record<string, string>
+    body?: string
+    timeout?: number
+  }
+
+  interface Result {
+    requests: { average: number; total: number }
+    latency: { p50: number; p99: number; average: number }
+    duration: number
+    errors: number
+    timeouts: number
+    non2xx: number
+    statusCodeStats: Record<string, { count: number }>
+  }
+
+  interface Instance extends EventEmitter {
+    stop(): void
+  }
+
+  function autocannon(opts: Options, cb: (err: Error | null, result: Result) => void): Instance
+  export default autocannon
+  export type { Instance, Options, Result }
+}
