@@ -5,6 +5,7 @@ import type { Db } from './db/client.ts'
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.ts'
 import { createTokenVerifier, type TokenVerifier } from './http/token-verifier.ts'
 import { type Clock, systemClock } from './lib/clock.ts'
+import type { FileStore } from './lib/files.ts'
 import { createLogger, type Logger } from './lib/logger.ts'
 import { createSecretBox, type SecretBox } from './lib/secrets.ts'
 
@@ -21,6 +22,10 @@ export interface Deps {
   /** Raw outbound fetch and resolver; connectors only use them through the guarded fetch. */
   outbound: { fetch: typeof fetch; resolveHost?: ResolveHost }
   secrets: SecretBox
+  /** FILES_DIR; undefined on a runtime without a file system (Workers). */
+  files?: FileStore
+  /** The runtime's name, for messages about what it lacks ('node', 'deno', 'workers'). */
+  runtime: string
   tokens: TokenVerifier
   rateLimiter: RateLimiter
   startedAt: number
@@ -35,6 +40,8 @@ export interface Primitives {
   log?: Logger
   fetch?: typeof fetch
   resolveHost?: ResolveHost
+  files?: FileStore
+  runtime?: string
   closeDb?: () => void | Promise<void>
 }
 
@@ -53,6 +60,8 @@ export async function buildDeps(config: Config, p: Primitives): Promise<Deps> {
     log: p.log ?? createLogger(config.logLevel),
     outbound: { fetch: p.fetch ?? fetch, resolveHost: p.resolveHost },
     secrets: await createSecretBox(config.encryptionKey),
+    files: p.files,
+    runtime: p.runtime ?? 'node',
     tokens: createTokenVerifier(config.jwtSecret, now),
     rateLimiter: createRateLimiter(now),
     startedAt: now(),

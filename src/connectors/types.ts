@@ -1,19 +1,55 @@
 import type { z } from 'zod'
+import type { FileStore } from '../lib/files.ts'
 import type { Logger } from '../lib/logger.ts'
 
-/** One row read from a source (DATA-ENGINE: Records). `key` is optional: the sync derives one. */
+/**
+ * One row read from a source (DATA-ENGINE: Records). `key` is optional: the sync derives one
+ * (config `keyField`, else this key, else a hash of the content). `deleted` marks a removal in an
+ * incremental read (webhook `data.deleted`): the record with that key is deleted.
+ */
 export interface SourceRecord {
   key?: string
   data: Record<string, unknown>
+  deleted?: boolean
+}
+
+/** The service's own limits on one sync (DATA-ENGINE: limits end a sync with a clear error). */
+export interface SyncLimits {
+  /** Bytes one sync may read from a source (response bodies, files). */
+  maxBytes: number
+  /** Records one sync may read. */
+  maxRecords: number
 }
 
 /** What a connector may use; outbound HTTP only through `fetch` (the guarded fetch). */
 export interface ConnectorContext {
-  /** Aborts when the source's time limit (config `timeout`) is reached. */
+  /** Aborts when the source's time limit (config `timeout`) is reached or the sync is cancelled. */
   signal: AbortSignal
   fetch: (input: string | URL, init?: RequestInit) => Promise<Response>
   log: Logger
   now: () => Date
+  /**
+   * A small cache private to this data source (tenant and source in the key), e.g. an OAuth2 token
+   * kept until it expires. Values must be JSON.
+   */
+  cache: {
+    get<T>(key: string): Promise<T | undefined>
+    set(key: string, value: unknown, ttlSeconds: number): Promise<void>
+  }
+  /** FILES_DIR; undefined on a runtime without a file system (then file features refuse). */
+  files?: FileStore
+  /** The runtime's name, for messages about what it lacks. */
+  runtime: string
+  limits: SyncLimits
+  /** Incremental reads: the cursor stored by the last committed batch (config `lastSyncValue`). */
+  cursor?: unknown
+  /**
+   * Incremental reads: the cursor the batch about to be yielded brings the source to. The sync
+   * saves it only after that batch has committed (DATA-ENGINE: the cursor advances after commit).
+   */
+  advanceCursor(value: unknown): void
+  /** A user cap (`maxRows`, `maxPages`) stopped the read early: reported, never silent. */
+  truncated(message: string): void
 }
 
 /** A connector (STYLE §12): validates its config and reads records in batches. */
@@ -21,6 +57,12 @@ export interface Connector<C = any> {
   type: string
   /** Validated at create/update (400 naming `config.<field>`) and again before each sync. */
   configSchema: z.ZodType<C>
+  /**
+   * `full` (default): the read is a complete snapshot written as a new generation and switched
+   * atomically. `incremental`: records are upserted (or deleted) by key in the current generation,
+   * batch by batch, and the cursor advances after each committed batch.
+   */
+  mode?(config: C): 'full' | 'incremental'
   read(config: C, ctx: ConnectorContext): AsyncIterable<SourceRecord[]>
 }
 

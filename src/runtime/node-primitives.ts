@@ -8,6 +8,7 @@ import type { Config } from '../config.ts'
 import { createDb } from '../db/client.ts'
 import type { Primitives } from '../deps.ts'
 import { applyMigrations } from './migrate.ts'
+import { nodeFileStore } from './node-files.ts'
 
 /** Opens the libSQL database of DATABASE_URL (creating a file's folder), tuned and migrated. */
 export async function openDatabase(config: Config) {
@@ -47,7 +48,14 @@ export const resolveHost = async (hostname: string) => (await lookup(hostname, {
 /** All primitives a Node process needs for `buildDeps`. */
 export async function nodePrimitives(config: Config): Promise<Primitives> {
   const { db, client } = await openDatabase(config)
-  return { db, storage: await openStorage(config), resolveHost, closeDb: () => client.close() }
+  return {
+    db,
+    storage: await openStorage(config),
+    resolveHost,
+    files: nodeFileStore(config.filesDir),
+    runtime: 'node',
+    closeDb: () => client.close(),
+  }
 }
 
 /**

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import api, { ApiConfig, readBodyLimited, recordsFrom } from '../../src/connectors/api.ts'
-import { createGuardedFetch } from '../../src/connectors/shared/guarded-fetch.ts'
 import type { ConnectorContext, SourceRecord } from '../../src/connectors/types.ts'
-import { createLogger } from '../../src/lib/logger.ts'
+import { testConnectorContext } from '../helpers/connectors.ts'
 import { type FixtureServer, sendJson, startJsonServer } from '../helpers/servers.ts'
 
 let server: FixtureServer
@@ -24,12 +23,7 @@ beforeAll(async () => {
 })
 afterAll(() => server.close())
 
-const ctx = (timeout = 5000): ConnectorContext => ({
-  signal: AbortSignal.timeout(timeout),
-  fetch: createGuardedFetch({ fetch, allowPrivate: true }),
-  log: createLogger('silent'),
-  now: () => new Date(),
-})
+const ctx = (timeout = 5000): ConnectorContext => testConnectorContext({ signal: AbortSignal.timeout(timeout) })
 
 async function readAll(config: Record<string, unknown>) {
   const batches: SourceRecord[][] = []

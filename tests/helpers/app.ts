@@ -8,6 +8,7 @@ import { buildDeps, type Deps } from '../../src/deps.ts'
 import type { ServiceContext } from '../../src/http/context.ts'
 import { createLogger } from '../../src/lib/logger.ts'
 import { applyMigrations } from '../../src/runtime/migrate.ts'
+import { nodeFileStore } from '../../src/runtime/node-files.ts'
 
 export const TEST_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789'
 
@@ -30,6 +31,8 @@ export interface TestAppOptions {
   storage?: Storage
   fetch?: typeof fetch
   clock?: ReturnType<typeof testClock>
+  /** FILES_DIR for file sources and uploads (a temp folder of the test); none by default. */
+  filesDir?: string
 }
 
 /**
@@ -59,6 +62,7 @@ export async function makeTestApp(options: TestAppOptions = {}) {
     clock,
     log,
     fetch: options.fetch,
+    files: options.filesDir ? nodeFileStore(options.filesDir) : undefined,
     closeDb: () => client.close(),
   })
   const app = createApp(() => deps)
