@@ -1,5 +1,7 @@
 import { swaggerUI } from '@hono/swagger-ui'
 import { OpenAPIHono } from '@hono/zod-openapi'
+import type { Context } from 'hono'
+import { basePath } from 'hono/route'
 import { secureHeaders } from 'hono/secure-headers'
 import { accessLog } from './http/access-log.ts'
 import { jwtAuth } from './http/auth.ts'
@@ -29,6 +31,15 @@ export const OPENAPI_INFO = {
 /** Paths whose bodies are not JSON or are checked by their own route (uploads, signed webhooks). */
 const RAW_BODY_PATHS = [/^\/api\/webhooks\//, /^\/api\/datasources\/\d+\/file$/, /^\/api\/panels\/\d+\/import$/]
 
+/** Where a host app mounted this app (`host.route('/panels-api', app)`); '' when served at the root. */
+const mountPath = (c: Context) => {
+  const base = basePath(c)
+  return base === '/' ? '' : base
+}
+
+/** The request path relative to the mount point, for the path tests of the middleware below. */
+const appPath = (c: Context) => c.req.path.slice(mountPath(c).length)
+
 /**
  * The one app every runtime serves. `makeDeps` receives the runtime's bindings (a Worker's env,
  * Node's client address) and returns the dependencies for the request.
@@ -43,9 +54,10 @@ export function createApp(makeDeps: MakeDeps) {
   app.use('*', secureHeaders({ crossOriginResourcePolicy: 'cross-origin' }))
   app.use('*', (c, next) => corsFor(c.get('deps').config)(c, next))
   const auth = jwtAuth()
-  app.use('/api/*', (c, next) => (c.req.path.startsWith('/api/webhooks/') ? next() : auth(c, next)))
+  app.use('/api/*', (c, next) => (appPath(c).startsWith('/api/webhooks/') ? next() : auth(c, next)))
   app.use('/api/*', rateLimit())
-  app.use('/api/*', jsonBody(RAW_BODY_PATHS))
+  const json = jsonBody()
+  app.use('/api/*', (c, next) => (RAW_BODY_PATHS.some((r) => r.test(appPath(c))) ? next() : json(c, next)))
 
   app.onError(onError)
   app.notFound(notFound)
@@ -64,9 +76,12 @@ export function createApp(makeDeps: MakeDeps) {
     bearerFormat: 'JWT',
     description: 'HS256 JWT with tenantId and userId (or sub) claims; `npm run token` makes one.',
   })
-  app.doc('/openapi.json', OPENAPI_INFO)
-  app.doc('/docs/json', OPENAPI_INFO)
-  app.get('/docs', swaggerUI({ url: '/openapi.json', title: 'Panels API' }))
+  // Mounted under a host's path, the document names that path as its server so "try it" calls work.
+  const docInfo = (c: Context) => (mountPath(c) ? { ...OPENAPI_INFO, servers: [{ url: mountPath(c) }] } : OPENAPI_INFO)
+  app.doc('/openapi.json', docInfo)
+  app.doc('/docs/json', docInfo)
+  // Relative, so the UI at <mount>/docs loads <mount>/openapi.json.
+  app.get('/docs', swaggerUI({ url: './openapi.json', title: 'Panels API' }))
 
   return app
 }

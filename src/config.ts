@@ -33,8 +33,9 @@ const ConfigSchema = z
     DATABASE_AUTH_TOKEN: z.string().optional(),
     JWT_SECRET: z.string().min(1).optional(),
     AUTH_DISABLED: bool(false),
-    DEV_TENANT_ID: z.string().min(1).optional().default('dev-tenant'),
+    DEV_TENANT_ID: z.string().min(1).optional(),
     DEV_USER_ID: z.string().min(1).optional().default('dev-user'),
+    SINGLE_TENANT_ID: z.string().min(1).optional(),
     CACHE_DRIVER: z.enum(['memory', 'redis', 'fs', 'kv']).optional(),
     REDIS_URL: z
       .string()
@@ -56,6 +57,9 @@ const ConfigSchema = z
     (env, ctx) => {
       if (env.CACHE_DRIVER === 'redis' && !env.REDIS_URL) {
         ctx.addIssue({ code: 'custom', path: ['REDIS_URL'], message: 'required when CACHE_DRIVER=redis' })
+      }
+      if (env.SINGLE_TENANT_ID && env.DEV_TENANT_ID && env.DEV_TENANT_ID !== env.SINGLE_TENANT_ID) {
+        ctx.addIssue({ code: 'custom', path: ['DEV_TENANT_ID'], message: 'must equal SINGLE_TENANT_ID when both are set' })
       }
       if (env.NODE_ENV !== 'production') return
       if (!env.JWT_SECRET || env.JWT_SECRET.length < 32) {
@@ -95,6 +99,8 @@ export interface Config {
   authDisabled: boolean
   devTenantId: string
   devUserId: string
+  /** Single-tenant mode (embedded appliance): every request belongs to this tenant; others get 403. */
+  singleTenantId?: string
   cacheDriver: 'memory' | 'redis' | 'fs' | 'kv'
   redisUrl?: string
   cacheTtlSeconds: number
@@ -132,8 +138,9 @@ export function parseConfig(env: EnvRecord): Config {
     databaseAuthToken: e.DATABASE_AUTH_TOKEN,
     jwtSecret: e.JWT_SECRET,
     authDisabled: e.AUTH_DISABLED,
-    devTenantId: e.DEV_TENANT_ID,
+    devTenantId: e.DEV_TENANT_ID ?? e.SINGLE_TENANT_ID ?? 'dev-tenant',
     devUserId: e.DEV_USER_ID,
+    singleTenantId: e.SINGLE_TENANT_ID,
     cacheDriver: e.CACHE_DRIVER ?? (e.REDIS_URL ? 'redis' : 'memory'),
     redisUrl: e.REDIS_URL,
     cacheTtlSeconds: e.CACHE_TTL_SECONDS,

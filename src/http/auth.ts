@@ -39,7 +39,9 @@ export interface TenantClaim {
 /**
  * The tenant guard (spec §5.3–5.4): compares the request's `tenantId`/`userId` (already validated
  * by the route's schema, so 400 comes before 403) with the token's, and builds the service
- * context scoped to that tenant. An admin token may act for another user of its tenant.
+ * context scoped to that tenant. An admin token may act for another user of its tenant. In
+ * single-tenant mode (SINGLE_TENANT_ID) a request naming another tenant, or carrying a token of
+ * another tenant, is refused the same way.
  */
 export function ctxOf(c: AppContext, ...inputs: (TenantClaim | undefined)[]): ServiceContext {
   const deps = c.get('deps')
@@ -56,7 +58,10 @@ export function ctxOf(c: AppContext, ...inputs: (TenantClaim | undefined)[]): Se
       userId = input.userId
     }
   }
+  const single = deps.config.singleTenantId
+  if (single !== undefined && tenantId !== undefined && tenantId !== single) throw tenantDenied()
   const claims = c.get('claims')
+  if (single !== undefined && claims && claims.tenantId !== single) throw tenantDenied()
   let scope: ServiceContext['scope']
   if (!claims) {
     scope = {

@@ -1,0 +1,132 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { serve } from '@hono/node-server'
+import { Hono } from 'hono'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildDeps, createApp, type Deps, nodePrimitives, parseConfig } from '../../src/index.ts'
+import { bearer, smokeSuite } from '../runtime/smoke.ts'
+
+// A host application that embeds the service the way docs/runtimes.md shows: the package entry,
+// the Node builders (a real libSQL file, migrated), and `host.route('/panels-api', …)`.
+const SECRET = 'embedded-host-secret-that-is-long-enough-0123'
+
+async function hostWith(dir: string, env: Record<string, string> = {}) {
+  const config = parseConfig({
+    NODE_ENV: 'test',
+    JWT_SECRET: SECRET,
+    ENCRYPTION_KEY: 'embedded-encryption-key',
+    DATABASE_URL: `file:${join(dir, 'panels.db')}`,
+    FILES_DIR: join(dir, 'files'),
+    LOG_LEVEL: 'silent',
+    ...env,
+  })
+  const deps = await buildDeps(config, await nodePrimitives(config))
+  const host = new Hono()
+  host.get('/', (c) => c.text('host home'))
+  host.route(
+    '/panels-api',
+    createApp(() => deps),
+  )
+  return { host, deps }
+}
+
+let dir: string
+const opened: Deps[] = []
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'embedded-'))
+})
+
+afterAll(async () => {
+  for (const deps of opened) await deps.close()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+describe('embedded under /panels-api in a host app served over HTTP', () => {
+  let server: ReturnType<typeof serve> | undefined
+  let base = ''
+
+  beforeAll(async () => {
+    const { host, deps } = await hostWith(join(dir, 'multi'))
+    opened.push(deps)
+    server = serve({ fetch: host.fetch, port: 0, hostname: '127.0.0.1' })
+    await new Promise<void>((resolve) => server!.once('listening', () => resolve()))
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/panels-api`
+  })
+
+  afterAll(async () => {
+    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()))
+  })
+
+  smokeSuite(() => ({ base, secret: SECRET }))
+
+  it('keeps the host routes and points the docs page and the document at the mount path', async () => {
+    expect(await (await fetch(base.replace('/panels-api', '/'))).text()).toBe('host home')
+    expect(await (await fetch(`${base}/docs`)).text()).toContain("url: './openapi.json'")
+    const doc = await (await fetch(`${base}/openapi.json`)).json()
+    expect(doc.servers).toEqual([{ url: '/panels-api' }])
+    expect((await (await fetch(`${base}/docs/json`)).json()).servers).toEqual([{ url: '/panels-api' }])
+  })
+
+  it('tests middleware paths relative to the mount: webhooks skip the token check', async () => {
+    const res = await fetch(`${base}/api/webhooks/unknown`, { method: 'POST', body: 'raw' })
+    expect(res.status).toBe(404)
+    expect((await fetch(`${base}/api/panels`, { method: 'POST', body: 'raw' })).status).toBe(401)
+  })
+})
+
+describe('single-tenant mode (SINGLE_TENANT_ID)', () => {
+  let host: Hono
+  const call = async (path: string, init: RequestInit = {}) => {
+    const res = await host.request(`/panels-api${path}`, init)
+    return { status: res.status, body: await res.json() }
+  }
+
+  beforeAll(async () => {
+    const built = await hostWith(join(dir, 'single'), { SINGLE_TENANT_ID: 'clinic-7' })
+    opened.push(built.deps)
+    host = built.host
+  })
+
+  it('serves requests of that tenant, with or without naming it where naming is optional', async () => {
+    const headers = await bearer(SECRET, 'clinic-7', 'nurse')
+    const body = JSON.stringify({ name: 'Ward 3', tenantId: 'clinic-7', userId: 'nurse' })
+    const created = await call('/api/panels', { method: 'POST', headers, body })
+    expect(created.status).toBe(201)
+    expect(created.body).toMatchObject({ tenantId: 'clinic-7', userId: 'nurse' })
+    const listed = await call('/api/panels?tenantId=clinic-7&userId=nurse', { headers })
+    expect(listed.body.map((p: { name: string }) => p.name)).toEqual(['Ward 3'])
+    const changes = await call('/api/changes/panels', { headers })
+    expect(changes.status).toBe(200)
+    expect(changes.body.changes.map((c: { tenantId: string }) => c.tenantId)).toEqual(['clinic-7'])
+  })
+
+  it('refuses a request naming another tenant with 403', async () => {
+    const headers = await bearer(SECRET, 'clinic-7', 'nurse')
+    const res = await call('/api/panels?tenantId=clinic-8&userId=nurse', { headers })
+    expect(res.status).toBe(403)
+    expect(res.body).toMatchObject({ error: 'Access denied to tenant', code: 'TENANT_ACCESS_DENIED' })
+    const body = JSON.stringify({ name: 'x', tenantId: 'clinic-8', userId: 'nurse' })
+    expect((await call('/api/panels', { method: 'POST', headers, body })).status).toBe(403)
+  })
+
+  it("refuses another tenant's token with 403, even when it names no tenant", async () => {
+    const headers = await bearer(SECRET, 'clinic-8', 'intruder')
+    for (const path of ['/api/changes/panels', '/api/panels?tenantId=clinic-8&userId=intruder', '/api/panels/1']) {
+      const res = await call(path, { headers })
+      expect(res.status, path).toBe(403)
+      expect(res.body.error).toBe('Access denied to tenant')
+    }
+  })
+
+  it('still answers 401 without a token', async () => {
+    expect((await call('/api/panels')).status).toBe(401)
+  })
+
+  it('uses the single tenant as the development tenant, and refuses a conflicting DEV_TENANT_ID', () => {
+    expect(parseConfig({ SINGLE_TENANT_ID: 'clinic-7' }).devTenantId).toBe('clinic-7')
+    expect(() => parseConfig({ SINGLE_TENANT_ID: 'clinic-7', DEV_TENANT_ID: 'other' })).toThrow(/DEV_TENANT_ID/)
+  })
+})

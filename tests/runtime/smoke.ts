@@ -1,0 +1,139 @@
+import { sign } from 'hono/jwt'
+import { expect, it } from 'vitest'
+
+/** A running service: its base URL (with a mount path when embedded) and the JWT_SECRET it was given. */
+export interface SmokeTarget {
+  base: string
+  secret: string
+}
+
+/** A real HS256 token, signed the way tests/helpers/auth.ts and src/lib/tokens.ts sign them. */
+export async function bearer(secret: string, tenantId: string, userId: string) {
+  const iat = Math.floor(Date.now() / 1000)
+  const token = await sign({ sub: userId, tenantId, userId, iat, exp: iat + 3600 }, secret, 'HS256')
+  return { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+}
+
+/** One HTTP call with a deadline, answering status, headers and the parsed JSON (or text) body. */
+async function call(url: string, init: RequestInit = {}) {
+  const res = await fetch(url, { ...init, signal: AbortSignal.timeout(15_000) })
+  const text = await res.text()
+  let body: any = text
+  try {
+    body = text ? JSON.parse(text) : null
+  } catch {
+    // not JSON (the docs page): the text stays
+  }
+  return { status: res.status, headers: res.headers, body }
+}
+
+/**
+ * The runtime-agnostic smoke suite: registers its cases in the caller's `describe`. `target`
+ * is read when the cases run (after the caller's beforeAll started the service). The cases
+ * share one tenant's data and run in order, like a user's first session.
+ */
+export function smokeSuite(target: () => SmokeTarget) {
+  const tenant = `smoke-${crypto.randomUUID().slice(0, 8)}`
+  const other = `${tenant}-other`
+  const state: { panelId?: number; viewId?: number } = {}
+  const url = (path: string) => `${target().base}${path}`
+  const as = (tenantId: string, userId = 'alice') => bearer(target().secret, tenantId, userId)
+  const q = (tenantId = tenant, userId = 'alice') => `tenantId=${tenantId}&userId=${userId}`
+
+  it('answers /health: healthy with the database up', async () => {
+    const res = await call(url('/health'))
+    expect(res.status).toBe(200)
+    expect(res.body).toMatchObject({ status: 'healthy', database: { status: 'up' } })
+  })
+
+  it('serves the OpenAPI document and the docs page', async () => {
+    const doc = await call(url('/openapi.json'))
+    expect(doc.status).toBe(200)
+    expect(doc.body.openapi).toBe('3.0.0')
+    expect(Object.keys(doc.body.paths)).toEqual(expect.arrayContaining(['/api/panels', '/api/views/{id}/publish']))
+    const page = await call(url('/docs'))
+    expect(page.status).toBe(200)
+    expect(page.headers.get('content-type')).toContain('text/html')
+    expect(page.body).toContain('openapi.json')
+  })
+
+  it('refuses a request without a token with 401', async () => {
+    const res = await call(url(`/api/panels?${q()}`))
+    expect(res.status).toBe(401)
+    expect(res.body).toMatchObject({ statusCode: 401, code: 'UNAUTHORIZED' })
+    expect(res.headers.get('www-authenticate')).toContain('Bearer')
+  })
+
+  it('creates a panel and lists it', async () => {
+    const headers = await as(tenant)
+    const created = await call(url('/api/panels'), {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ name: 'Smoke panel', description: 'runtime smoke', tenantId: tenant, userId: 'alice' }),
+    })
+    expect(created.status).toBe(201)
+    expect(created.body).toMatchObject({ name: 'Smoke panel', tenantId: tenant, userId: 'alice' })
+    state.panelId = created.body.id
+    const list = await call(url(`/api/panels?${q()}`), { headers })
+    expect(list.status).toBe(200)
+    expect(list.body.map((p: { id: number }) => p.id)).toEqual([state.panelId])
+  })
+
+  it("refuses a request naming another tenant than the token's with 403", async () => {
+    const res = await call(url(`/api/panels?${q(other)}`), { headers: await as(tenant) })
+    expect(res.status).toBe(403)
+    expect(res.body).toMatchObject({ error: 'Access denied to tenant', statusCode: 403 })
+  })
+
+  it("answers 404 for another tenant's panel", async () => {
+    const res = await call(url(`/api/panels/${state.panelId}?${q(other)}`), { headers: await as(other) })
+    expect(res.status).toBe(404)
+    expect(res.body.statusCode).toBe(404)
+  })
+
+  it('adds a base column and lists it', async () => {
+    const headers = await as(tenant)
+    const created = await call(url(`/api/panels/${state.panelId}/columns/base`), {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        name: 'Birth Date',
+        fhirPath: 'Patient.birthDate',
+        type: 'date',
+        tenantId: tenant,
+        userId: 'alice',
+      }),
+    })
+    expect(created.status).toBe(201)
+    expect(created.body).toMatchObject({ name: 'Birth Date', type: 'date' })
+    const list = await call(url(`/api/panels/${state.panelId}/columns?${q()}`), { headers })
+    expect(list.status).toBe(200)
+    expect(list.body.baseColumns.map((c: { name: string }) => c.name)).toEqual(['Birth Date'])
+  })
+
+  it('creates a view and publishes it', async () => {
+    const headers = await as(tenant)
+    const created = await call(url('/api/views'), {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ name: 'Smoke view', panelId: state.panelId, tenantId: tenant, userId: 'alice' }),
+    })
+    expect(created.status).toBe(201)
+    state.viewId = created.body.id
+    const published = await call(url(`/api/views/${state.viewId}/publish`), {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ tenantId: tenant, userId: 'alice' }),
+    })
+    expect(published.status).toBe(200)
+    expect(published.body).toMatchObject({ id: state.viewId, isPublished: true, publishedBy: 'alice' })
+  })
+
+  it('lists the changes of the session: panel created, column created, view published', async () => {
+    const res = await call(url(`/api/changes/panels?${q()}`), { headers: await as(tenant) })
+    expect(res.status).toBe(200)
+    const seen = res.body.changes.map((c: { entityType: string; action: string }) => `${c.entityType}:${c.action}`)
+    expect(seen).toEqual(expect.arrayContaining(['Panel:CREATE', 'Column:CREATE', 'View:PUBLISH']))
+    expect(res.body.changes.every((c: { tenantId: string }) => c.tenantId === tenant)).toBe(true)
+  })
+}
