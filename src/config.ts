@@ -51,6 +51,10 @@ const ConfigSchema = z
     RATE_LIMIT_SYNCS: rateLimitSpec('10/60'),
     RATE_LIMIT_VIEWS: rateLimitSpec('200/900'),
     SYNC_SCHEDULER: bool(true),
+    SYNC_INTERVAL_SECONDS: int(60, 5, 86_400),
+    SYNC_TIMEOUT_SECONDS: int(900, 1, 86_400),
+    SYNC_MAX_BYTES: int(2 * 1024 ** 3, 1024, 2 ** 50),
+    SYNC_MAX_RECORDS: int(10_000_000, 1, 1_000_000_000),
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).optional().default('info'),
   })
   .superRefine(
@@ -111,6 +115,10 @@ export interface Config {
   rateLimitEnabled: boolean
   rateLimits: { panels: RateLimitRule; syncs: RateLimitRule; views: RateLimitRule }
   syncScheduler: boolean
+  /** Seconds between two runs of the scheduler loop (Node, Deno). */
+  syncIntervalSeconds: number
+  /** The service's own limits on one synchronisation (DATA-ENGINE: limits end a sync with an error). */
+  syncLimits: { timeoutMs: number; maxBytes: number; maxRecords: number }
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent'
 }
 
@@ -158,6 +166,8 @@ export function parseConfig(env: EnvRecord): Config {
       e.RATE_LIMIT_ENABLED === undefined ? production : e.RATE_LIMIT_ENABLED === 'true' || e.RATE_LIMIT_ENABLED === '1',
     rateLimits: { panels: e.RATE_LIMIT_PANELS, syncs: e.RATE_LIMIT_SYNCS, views: e.RATE_LIMIT_VIEWS },
     syncScheduler: e.SYNC_SCHEDULER,
+    syncIntervalSeconds: e.SYNC_INTERVAL_SECONDS,
+    syncLimits: { timeoutMs: e.SYNC_TIMEOUT_SECONDS * 1000, maxBytes: e.SYNC_MAX_BYTES, maxRecords: e.SYNC_MAX_RECORDS },
     logLevel: e.LOG_LEVEL,
   }
 }

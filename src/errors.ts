@@ -99,3 +99,6 @@ export const unauthorized = (code: 'UNAUTHORIZED' | 'TOKEN_EXPIRED' | 'TOKEN_INV
 export const formulaError = (errors: unknown[], message = 'Formula is invalid') => new AppError('FORMULA_ERROR', message, errors)
 
 export const tooLarge = (message: string) => new AppError('PAYLOAD_TOO_LARGE', message)
+
+/** True for the 409 a held sync lease (or another conflict) answers. */
+export const isConflict = (err: unknown): err is AppError => err instanceof AppError && err.code === 'CONFLICT'

@@ -66,9 +66,30 @@ export const dataSources = sqliteTable(
     /** Lease: the run holding the source and until when (DATA-ENGINE: one runner at a time). */
     leaseRunId: integer(),
     leaseExpiresAt: text(),
+    /** Webhook sources: the `{endpoint}` of `POST /api/webhooks/{endpoint}`, unique service-wide. */
+    webhookEndpoint: text(),
     ...timestamps,
   },
-  (t) => [index('data_sources_tenant_panel_idx').on(t.tenantId, t.panelId), index('data_sources_next_sync_idx').on(t.nextSyncAt)],
+  (t) => [
+    index('data_sources_tenant_panel_idx').on(t.tenantId, t.panelId),
+    index('data_sources_next_sync_idx').on(t.nextSyncAt),
+    uniqueIndex('data_sources_webhook_endpoint_idx').on(t.webhookEndpoint),
+  ],
+)
+
+/** Webhook event ids already applied, so a redelivered event is acknowledged and not applied twice. */
+export const webhookEvents = sqliteTable(
+  'webhook_events',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    tenantId: text().notNull(),
+    dataSourceId: integer()
+      .notNull()
+      .references(() => dataSources.id, { onDelete: 'cascade' }),
+    eventId: text().notNull(),
+    receivedAt: text().notNull(),
+  },
+  (t) => [uniqueIndex('webhook_events_source_event_idx').on(t.dataSourceId, t.eventId)],
 )
 
 export type SyncTrigger = 'create' | 'manual' | 'schedule' | 'webhook'

@@ -7,6 +7,7 @@ import { buildDeps } from '../deps.ts'
 import { createLogger } from '../lib/logger.ts'
 import { signToken } from '../lib/tokens.ts'
 import { bufferedStdout, nodePrimitives, withDevSecrets } from './node-primitives.ts'
+import { startScheduler } from './scheduler-loop.ts'
 
 async function main() {
   let config: Config
@@ -24,6 +25,7 @@ async function main() {
 
   const deps = await buildDeps(config, { ...(await nodePrimitives(config)), log })
   const app = createApp(() => deps)
+  const scheduler = startScheduler(deps)
   const server = serve({
     fetch: (req, env: { incoming?: { socket?: { remoteAddress?: string } } }) =>
       app.fetch(req, { clientIp: env?.incoming?.socket?.remoteAddress }),
@@ -57,6 +59,7 @@ async function main() {
     const http = server as HttpServer
     server.close(async () => {
       clearInterval(idle)
+      await scheduler.stop()
       await deps.close()
       log.info('stopped')
       process.exit(0)

@@ -14,6 +14,7 @@ import {
   UpdateDataSourceBody,
 } from './datasources.schemas.ts'
 import {
+  cancelSync,
   createDataSource,
   deleteDataSource,
   listDataSources,
@@ -95,6 +96,18 @@ const syncRoute = createRoute({
   },
 })
 
+const cancelRoute = createRoute({
+  method: 'post',
+  path: '/datasources/{id}/sync/cancel',
+  tags,
+  summary: 'Cancel the running synchronisation of a data source',
+  description:
+    'The running sync stops at its next batch boundary and ends with `status: "cancelled"`; a full sync then leaves the previous records untouched. Answers the sync run (200); 409 when no sync is running.',
+  security: bearer,
+  request: { params: IdParam, query: TenantQuery, body: optionalBody },
+  responses: { 200: json(SyncRun, 'The sync run asked to stop'), ...conflictResponse, ...errorResponses },
+})
+
 const syncRunsRoute = createRoute({
   method: 'get',
   path: '/datasources/{id}/sync-runs',
@@ -127,6 +140,9 @@ export const datasourcesRouter = createRouter()
       background: query.async,
     })
     return outcome.background ? c.json(outcome.run, 202) : c.json(outcome.result, 200)
+  })
+  .openapi(cancelRoute, async (c) => {
+    return c.json(await cancelSync(ctxOf(c, c.req.valid('query'), c.req.valid('json')), c.req.valid('param').id), 200)
   })
   .openapi(syncRunsRoute, async (c) => {
     const query = c.req.valid('query')

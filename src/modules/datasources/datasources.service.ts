@@ -8,6 +8,7 @@ import { isoNow } from '../../lib/clock.ts'
 import { changeInsert, createdFields } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import { requirePanel } from '../panels/panels.service.ts'
+import { nextSyncAt, scheduleIssues } from './datasources.schedule.ts'
 import {
   type CreateDataSourceInput,
   type DataSourceDto,
@@ -19,16 +20,16 @@ import {
   type UpdateDataSourceInput,
 } from './datasources.schemas.ts'
 import { maskConfig, sealConfig, unsealConfig } from './datasources.secrets.ts'
-import { runSync, runSyncInBackground, type SyncOutcome } from './datasources.sync.ts'
+import { requestCancel, runSync, runSyncInBackground, type SyncOutcome } from './datasources.sync.ts'
 
 const dto = async (ctx: ServiceContext, row: DataSourceRow) => toDataSourceDto(row, await maskConfig(ctx.secrets, row.config))
 
 /** A type with a connector validates its config now (400 naming `config.<field>`); others later. */
 function validateConfig(type: string, config: Record<string, unknown>) {
   const connector = connectorFor(type)
-  if (!connector) return
-  const parsed = connector.configSchema.safeParse(config)
-  if (!parsed.success) throw invalid(issuesToDetails(parsed.error.issues, 'config'), `Invalid ${type} data source config`)
+  const parsed = connector?.configSchema.safeParse(config)
+  const issues = [...(parsed && !parsed.success ? issuesToDetails(parsed.error.issues, 'config') : []), ...scheduleIssues(config)]
+  if (issues.length > 0) throw invalid(issues, `Invalid ${type} data source config`)
 }
 
 /** 404 unless the caller may reach the panel: another tenant's, user's or a deleted panel. */
@@ -128,7 +129,7 @@ export async function updateDataSource(ctx: ServiceContext, id: number, input: U
   const [[row]] = await ctx.db.batch([
     ctx.db
       .update(dataSources)
-      .set({ type, config, updatedAt: isoNow(ctx.clock) })
+      .set({ type, config, nextSyncAt: nextSyncAt(config, ctx.clock.now()), updatedAt: isoNow(ctx.clock) })
       .where(and(eq(dataSources.id, id), eq(dataSources.tenantId, ctx.scope.tenantId)))
       .returning(),
     changeInsert(ctx, { panelId: before.panelId, entityType: 'DataSource', entityId: id, action: 'UPDATE', changes: diff }),
@@ -184,6 +185,11 @@ export async function syncDataSource(
   const source = await requireDataSource(ctx, id)
   if (options.background) return { background: true, run: toSyncRunDto(await runSyncInBackground(ctx, source, 'manual')) }
   return { background: false, result: await toSyncResult(ctx, await runSync(ctx, source, 'manual')) }
+}
+
+/** Asks the source's running sync to stop at its next batch boundary; answers that run (409 when none runs). */
+export async function cancelSync(ctx: ServiceContext, id: number): Promise<SyncRunDto> {
+  return toSyncRunDto(await requestCancel(ctx, await requireDataSource(ctx, id)))
 }
 
 /** The source's sync runs, newest first. */

@@ -1,22 +1,21 @@
-import { and, desc, eq, lt, sql } from 'drizzle-orm'
-import { DEFAULT_TIMEOUT_MS } from '../../connectors/api.ts'
+import { and, desc, eq, lt, type SQL, sql } from 'drizzle-orm'
 import { connectorFor, notAvailableMessage } from '../../connectors/registry.ts'
 import { createGuardedFetch } from '../../connectors/shared/guarded-fetch.ts'
-import { evaluatePath } from '../../connectors/shared/json-path.ts'
-import { type ConnectorContext, ConnectorError, type SourceRecord } from '../../connectors/types.ts'
+import { type Connector, type ConnectorContext, ConnectorError, type SourceRecord } from '../../connectors/types.ts'
 import { dataSources, records, type SyncTrigger, syncRuns } from '../../db/schema.ts'
 import { conflict } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
+import { FileAccessError } from '../../lib/files.ts'
 import { changeInsert } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
+import { countRemovedKeys, deleteStatements, type KeySet, keyRecords, upsertStatements } from './datasources.records.ts'
+import { nextSyncAt } from './datasources.schedule.ts'
 import { type DataSourceRow, type SyncRunRow, toSyncRunDto } from './datasources.schemas.ts'
 import { SecretUnavailableError, unsealConfig } from './datasources.secrets.ts'
 
-/** Rows per multi-row INSERT of records. */
-export const INSERT_CHUNK = 500
-/** How long a lease holds: longer than the longest connector time limit (5 min) plus writing. */
-const LEASE_MS = 10 * 60 * 1000
+/** How long a lease holds without a sign of life; every committed batch renews it. */
+export const LEASE_MS = 2 * 60 * 1000
 
 export interface SyncOutcome {
   source: DataSourceRow
@@ -24,6 +23,15 @@ export interface SyncOutcome {
   recordsProcessed: number
   message: string
 }
+
+interface Counts {
+  rowsRead: number
+  rowsWritten: number
+  rowsDeleted: number
+  truncated: string[]
+}
+
+class SyncCancelled extends Error {}
 
 const affected = (r: unknown) =>
   Number((r as { rowsAffected?: number }).rowsAffected ?? (r as { meta?: { changes?: number } }).meta?.changes ?? 0)
@@ -33,10 +41,15 @@ const affected = (r: unknown) =>
  * the lease are written in one batch, both only when no live lease exists, so two runners can
  * never both win. A held lease is a 409 carrying the running sync run.
  */
-export async function beginSync(ctx: ServiceContext, source: DataSourceRow, trigger: SyncTrigger): Promise<SyncRunRow> {
+export async function beginSync(
+  ctx: ServiceContext,
+  source: DataSourceRow,
+  trigger: SyncTrigger,
+  leaseMs = LEASE_MS,
+): Promise<SyncRunRow> {
   const now = isoNow(ctx.clock)
-  const expires = new Date(ctx.clock.now().getTime() + LEASE_MS).toISOString()
-  const free = sql`id = ${source.id} AND tenant_id = ${ctx.scope.tenantId} AND (lease_run_id IS NULL OR lease_expires_at < ${now})`
+  const expires = new Date(ctx.clock.now().getTime() + leaseMs).toISOString()
+  const free = sql`id = ${source.id} AND tenant_id = ${source.tenantId} AND (lease_run_id IS NULL OR lease_expires_at < ${now})`
   const [, leased, [row]] = await ctx.db.batch([
     ctx.db.run(sql`
       INSERT INTO sync_runs (tenant_id, data_source_id, status, "trigger", generation, started_at)
@@ -54,63 +67,40 @@ export async function beginSync(ctx: ServiceContext, source: DataSourceRow, trig
 }
 
 /**
- * Runs an opened sync to its end (DATA-ENGINE: full sync, generation switch): records go into the
- * run's new generation in batches; success switches `current_generation`, drops the old
- * generation, finishes the run and records the SYNC change in ONE batch. A failure drops the
- * partial generation instead, so readers keep seeing the previous one. Never throws for a
- * source failure: the outcome carries `syncStatus: 'error'` and a clear `errorMessage`.
+ * Runs an opened sync to its end. A `full` read writes the run's new generation and switches to it
+ * at the end in one batch (with the run, the SYNC change and notifications); an `incremental` read
+ * upserts/deletes by key in the current generation and advances the cursor with each committed
+ * batch. A failure or cancellation of a full read drops the partial generation, so readers keep the
+ * previous one. Never throws for a source failure: the outcome carries the error.
  */
 export async function executeSync(ctx: ServiceContext, source: DataSourceRow, run: SyncRunRow): Promise<SyncOutcome> {
   const started = Date.now()
-  const counts = { rowsRead: 0, rowsWritten: 0, rowsDeleted: 0 }
+  const counts: Counts = { rowsRead: 0, rowsWritten: 0, rowsDeleted: 0, truncated: [] }
+  let incremental = false
   try {
+    const connector = connectorFor(source.type)
+    if (!connector) throw new ConnectorError(notAvailableMessage(source.type))
+    const plain = await unsealConfig(ctx.secrets, source.config)
+    const parsed = connector.configSchema.safeParse(plain)
+    if (!parsed.success) {
+      const issues = parsed.error.issues.map((i) => `config.${i.path.join('.')}: ${i.message}`).join('; ')
+      throw new ConnectorError(`Invalid configuration: ${issues}`)
+    }
+    incremental = connector.mode?.(parsed.data) === 'incremental'
     // Leftovers of a run that crashed while writing this generation.
-    await ctx.db.delete(records).where(and(eq(records.dataSourceId, source.id), eq(records.generation, run.generation)))
-    await readAndWrite(ctx, source, run, counts)
-    counts.rowsDeleted = await countRemovedKeys(ctx, source.id, run.generation)
+    if (!incremental)
+      await ctx.db.delete(records).where(and(eq(records.dataSourceId, source.id), eq(records.generation, run.generation)))
+    await readAndWrite(ctx, { source, run, connector, config: parsed.data, plain, incremental, counts })
+    if (!incremental) {
+      const [row] = await ctx.db.all<{ n: number }>(countRemovedKeys(source.id, run.generation))
+      counts.rowsDeleted = Number(row?.n ?? 0)
+    }
   } catch (err) {
-    return fail(ctx, source, run, counts, errorMessageOf(ctx, source, run, err), Date.now() - started)
+    const cancelled = err instanceof SyncCancelled
+    const message = cancelled ? 'Synchronisation cancelled' : errorMessageOf(ctx, source, run, err)
+    return fail(ctx, { source, run, counts, incremental }, cancelled ? 'cancelled' : 'error', message, Date.now() - started)
   }
-  const now = isoNow(ctx.clock)
-  const message = `${counts.rowsWritten} records synchronised from ${source.type} source`
-  await ctx.db.batch([
-    ctx.db
-      .update(dataSources)
-      .set({
-        currentGeneration: run.generation,
-        syncStatus: 'success',
-        lastSyncAt: now,
-        errorMessage: null,
-        leaseRunId: null,
-        leaseExpiresAt: null,
-      })
-      .where(and(eq(dataSources.id, source.id), eq(dataSources.leaseRunId, run.id))),
-    ctx.db
-      .delete(records)
-      .where(
-        and(
-          eq(records.dataSourceId, source.id),
-          lt(records.generation, run.generation),
-          sql`(SELECT current_generation FROM data_sources WHERE id = ${source.id}) = ${run.generation}`,
-        ),
-      ),
-    ctx.db
-      .update(syncRuns)
-      .set({ status: 'success', finishedAt: now, durationMs: Date.now() - started, ...counts })
-      .where(eq(syncRuns.id, run.id)),
-    changeInsert(ctx, {
-      panelId: source.panelId,
-      entityType: 'DataSource',
-      entityId: source.id,
-      action: 'SYNC',
-      changes: {
-        recordsProcessed: { newValue: counts.rowsWritten },
-        syncStatus: { oldValue: source.syncStatus, newValue: 'success' },
-      },
-    }),
-    notifyViewOwners(ctx, { panelId: source.panelId, type: 'DATA_CHANGED', impact: 'info', message }),
-  ])
-  return outcome(ctx, source, run, counts.rowsWritten, message)
+  return finish(ctx, { source, run, counts, incremental }, Date.now() - started)
 }
 
 /** beginSync + executeSync: the sync a request waits for (create, POST …/sync). */
@@ -130,25 +120,70 @@ export async function runSyncInBackground(ctx: ServiceContext, source: DataSourc
   return run
 }
 
+/**
+ * Asks the running sync of a source to stop (DATA-ENGINE: cancel at the next batch boundary). The
+ * runner sees the request when it commits its next batch; a full sync then drops its partial
+ * generation. Answers the run; 409 when no sync is running.
+ */
+export async function requestCancel(ctx: ServiceContext, source: DataSourceRow): Promise<SyncRunRow> {
+  const now = isoNow(ctx.clock)
+  if (!source.leaseRunId || !source.leaseExpiresAt || source.leaseExpiresAt < now) {
+    throw conflict(`No synchronisation of data source ${source.id} is running`)
+  }
+  const [run] = await ctx.db
+    .update(syncRuns)
+    .set({ cancelRequested: true })
+    .where(and(eq(syncRuns.id, source.leaseRunId), eq(syncRuns.status, 'syncing')))
+    .returning()
+  if (!run) throw conflict(`No synchronisation of data source ${source.id} is running`)
+  return run
+}
+
+/**
+ * Crash recovery (DATA-ENGINE: Sync lifecycle): sources left in `syncing` whose lease ran out are
+ * marked `error` ("interrupted") and due again; their runs end in error. With `all`, every
+ * `syncing` source is recovered regardless of its lease (start-up of the only process of a file
+ * database). Runs across tenants: a system task, not a request.
+ */
+export async function recoverInterruptedSyncs(db: ServiceContext['db'], now: Date, all = false): Promise<number> {
+  const at = now.toISOString()
+  const stale = all
+    ? sql`sync_status = 'syncing'`
+    : sql`sync_status = 'syncing' AND (lease_expires_at IS NULL OR lease_expires_at < ${at})`
+  const message = 'Synchronisation interrupted: the service stopped while it ran; it will run again'
+  const [runs, sources] = await db.batch([
+    db.run(sql`
+      UPDATE sync_runs SET status = 'error', error = ${message}, finished_at = ${at}
+      WHERE status = 'syncing' AND data_source_id IN (SELECT id FROM data_sources WHERE ${stale})`),
+    db.run(sql`
+      UPDATE data_sources SET sync_status = 'error', error_message = ${message}, lease_run_id = NULL,
+        lease_expires_at = NULL, next_sync_at = ${at}
+      WHERE ${stale}`),
+  ])
+  void runs
+  return affected(sources)
+}
+
 // --- Internal helpers ---
 
-async function readAndWrite(
-  ctx: ServiceContext,
-  source: DataSourceRow,
-  run: SyncRunRow,
-  counts: { rowsRead: number; rowsWritten: number },
-) {
-  const connector = connectorFor(source.type)
-  if (!connector) throw new ConnectorError(notAvailableMessage(source.type))
-  const plain = await unsealConfig(ctx.secrets, source.config)
-  const parsed = connector.configSchema.safeParse(plain)
-  if (!parsed.success) {
-    const issues = parsed.error.issues.map((i) => `config.${i.path.join('.')}: ${i.message}`).join('; ')
-    throw new ConnectorError(`Invalid configuration: ${issues}`)
-  }
-  const timeout = typeof plain.timeout === 'number' && plain.timeout > 0 ? plain.timeout : DEFAULT_TIMEOUT_MS
+interface SyncJob {
+  source: DataSourceRow
+  run: SyncRunRow
+  connector: Connector
+  config: unknown
+  plain: Record<string, unknown>
+  incremental: boolean
+  counts: Counts
+}
+
+/** Reads the connector batch by batch; each batch commits with lease renewal, counters and cursor. */
+async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
+  const { source, run, counts, incremental } = job
+  const limits = ctx.config.syncLimits
+  const timeout = AbortSignal.timeout(limits.timeoutMs)
+  let pendingCursor: { value: unknown } | undefined
   const cctx: ConnectorContext = {
-    signal: AbortSignal.timeout(timeout),
+    signal: timeout,
     fetch: createGuardedFetch({
       fetch: ctx.outbound.fetch,
       resolveHost: ctx.outbound.resolveHost,
@@ -156,92 +191,106 @@ async function readAndWrite(
     }),
     log: ctx.log,
     now: () => ctx.clock.now(),
+    cache: sourceCache(ctx, source),
+    files: ctx.files,
+    runtime: ctx.runtime,
+    limits: { maxBytes: limits.maxBytes, maxRecords: limits.maxRecords },
+    cursor: job.plain.lastSyncValue,
+    advanceCursor: (value) => {
+      pendingCursor = { value }
+    },
+    truncated: (message) => {
+      counts.truncated.push(message)
+    },
   }
-  const keyField = typeof plain.keyField === 'string' && plain.keyField !== '' ? plain.keyField : undefined
-  const seen = new Set<string>()
-  for await (const batch of connector.read(parsed.data, cctx)) {
-    counts.rowsRead += batch.length
-    const now = isoNow(ctx.clock)
-    const rows = []
-    for (const record of batch) {
-      const key = await uniqueKey(record, keyField, seen)
-      rows.push({
-        tenantId: source.tenantId,
-        panelId: source.panelId,
-        dataSourceId: source.id,
-        generation: run.generation,
-        key,
-        data: record.data,
-        createdAt: now,
-        updatedAt: now,
-      })
+  const keyField = typeof job.plain.keyField === 'string' && job.plain.keyField !== '' ? job.plain.keyField : undefined
+  const seen: KeySet = new Set()
+  try {
+    for await (const batch of job.connector.read(job.config, cctx)) {
+      counts.rowsRead += batch.length
+      if (counts.rowsRead > limits.maxRecords) {
+        throw new ConnectorError(
+          `The source has more than ${limits.maxRecords} records, the service's limit for one synchronisation`,
+        )
+      }
+      const cursor = pendingCursor
+      pendingCursor = undefined
+      const statements = incremental
+        ? incrementalStatements(ctx, source, batch, keyField, counts)
+        : upsertStatements(source, run.generation, keyRecords(batch, keyField, seen), isoNow(ctx.clock))
+      if (!incremental) counts.rowsWritten = seen.size
+      if (cursor) {
+        statements.push(sql`UPDATE data_sources SET config = json_set(config, '$.lastSyncValue', json(${JSON.stringify(cursor.value ?? null)}))
+          WHERE id = ${source.id}`)
+      }
+      await commitBatch(ctx, run, statements, counts)
     }
-    const inserts = []
-    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-      inserts.push(
-        ctx.db
-          .insert(records)
-          .values(rows.slice(i, i + INSERT_CHUNK))
-          .onConflictDoUpdate({
-            target: [records.dataSourceId, records.generation, records.key],
-            set: { data: sql`excluded.data`, updatedAt: sql`excluded.updated_at` },
-          }),
+  } catch (err) {
+    if (timeout.aborted && !(err instanceof SyncCancelled)) {
+      throw new ConnectorError(
+        `Synchronisation timed out after ${Math.round(limits.timeoutMs / 1000)} s (the service's limit, SYNC_TIMEOUT_SECONDS)`,
+        {
+          cause: err,
+        },
       )
     }
-    if (inserts.length > 0) await ctx.db.batch(inserts as [(typeof inserts)[number], ...typeof inserts])
+    throw err
   }
-  counts.rowsWritten = seen.size
 }
 
-/**
- * A record's key (DATA-ENGINE: Records): the `keyField` value, else the connector's key, else a
- * SHA-256 of the content. Identical rows without a key stay distinct (`<hash>#2`); rows sharing
- * a `keyField` value are one record, the last read wins.
- */
-async function uniqueKey(record: SourceRecord, keyField: string | undefined, seen: Set<string>): Promise<string> {
-  const byField = keyField === undefined ? undefined : evaluatePath(record.data, keyField)
-  let key: string
-  if (byField !== undefined && byField !== null && byField !== '') {
-    key = typeof byField === 'string' ? byField : JSON.stringify(byField)
-  } else if (record.key) {
-    key = record.key
-  } else {
-    const hash = await sha256(canonicalJson(record.data))
-    key = hash
-    for (let n = 2; seen.has(key); n++) key = `${hash}#${n}`
+function incrementalStatements(
+  ctx: ServiceContext,
+  source: DataSourceRow,
+  batch: SourceRecord[],
+  keyField: string | undefined,
+  counts: Counts,
+) {
+  const upserts = keyRecords(
+    batch.filter((r) => !r.deleted),
+    keyField,
+    new Set(),
+  )
+  const deletes = keyRecords(
+    batch.filter((r) => r.deleted),
+    keyField,
+    new Set(),
+  ).map((r) => r.key)
+  counts.rowsWritten += upserts.length
+  counts.rowsDeleted += deletes.length
+  return [
+    ...upsertStatements(source, source.currentGeneration, upserts, isoNow(ctx.clock)),
+    ...deleteStatements(source, source.currentGeneration, deletes),
+  ]
+}
+
+/** Commits one batch with the lease renewal and run counters; stops when a cancel was requested. */
+async function commitBatch(ctx: ServiceContext, run: SyncRunRow, statements: SQL[], counts: Counts) {
+  const expires = new Date(ctx.clock.now().getTime() + LEASE_MS).toISOString()
+  const results = await ctx.db.batch([
+    ...statements.map((s) => ctx.db.run(s)),
+    ctx.db.run(
+      sql`UPDATE data_sources SET lease_expires_at = ${expires} WHERE id = ${run.dataSourceId} AND lease_run_id = ${run.id}`,
+    ),
+    ctx.db.run(
+      sql`UPDATE sync_runs SET rows_read = ${counts.rowsRead}, rows_written = ${counts.rowsWritten} WHERE id = ${run.id}`,
+    ),
+    ctx.db.select({ cancel: syncRuns.cancelRequested }).from(syncRuns).where(eq(syncRuns.id, run.id)),
+  ] as unknown as Parameters<typeof ctx.db.batch>[0])
+  const [state] = results[results.length - 1] as { cancel: boolean }[]
+  if (state?.cancel) throw new SyncCancelled()
+}
+
+/** The per-source cache a connector gets (e.g. OAuth2 tokens), under the tenant's key space. */
+function sourceCache(ctx: ServiceContext, source: DataSourceRow): ConnectorContext['cache'] {
+  const key = (k: string) => `datasource:${source.id}:${k}`
+  return {
+    get: (k) => ctx.cache.get(source.tenantId, key(k)),
+    set: (k, value, ttlSeconds) => ctx.cache.set(source.tenantId, key(k), value, ttlSeconds),
   }
-  seen.add(key)
-  return key
-}
-
-async function sha256(text: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)))
-  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('')
-}
-
-/** JSON with object keys sorted, so the same content always hashes the same. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined)
-    entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`
-  }
-  return JSON.stringify(value) ?? 'null'
-}
-
-/** Keys of the current generation that the new one no longer has. */
-async function countRemovedKeys(ctx: ServiceContext, sourceId: number, generation: number): Promise<number> {
-  const [row] = await ctx.db.all<{ n: number }>(sql`
-    SELECT count(*) AS n FROM records o
-    WHERE o.data_source_id = ${sourceId} AND o.generation < ${generation}
-      AND NOT EXISTS (SELECT 1 FROM records n
-                      WHERE n.data_source_id = o.data_source_id AND n.generation = ${generation} AND n.key = o.key)`)
-  return Number(row?.n ?? 0)
 }
 
 function errorMessageOf(ctx: ServiceContext, source: DataSourceRow, run: SyncRunRow, err: unknown): string {
-  if (err instanceof ConnectorError || err instanceof SecretUnavailableError) return err.message
+  if (err instanceof ConnectorError || err instanceof SecretUnavailableError || err instanceof FileAccessError) return err.message
   ctx.log.error('sync failed unexpectedly', {
     requestId: ctx.meta.requestId,
     dataSourceId: source.id,
@@ -251,34 +300,118 @@ function errorMessageOf(ctx: ServiceContext, source: DataSourceRow, run: SyncRun
   return `Synchronisation failed because of an internal error (request ${ctx.meta.requestId})`
 }
 
-async function fail(
+interface Ended {
+  source: DataSourceRow
+  run: SyncRunRow
+  counts: Counts
+  incremental: boolean
+}
+
+/** Success: switch generation (full), end the run, record the SYNC change, notify — one batch. */
+async function finish(
   ctx: ServiceContext,
-  source: DataSourceRow,
-  run: SyncRunRow,
-  counts: { rowsRead: number },
-  error: string,
+  { source, run, counts, incremental }: Ended,
   durationMs: number,
 ): Promise<SyncOutcome> {
   const now = isoNow(ctx.clock)
+  const generation = incremental ? source.currentGeneration : run.generation
+  const cut = counts.truncated.length > 0 ? ` (stopped early: ${counts.truncated.join('; ')})` : ''
+  const message = `${counts.rowsWritten} records synchronised from ${source.type} source${cut}`
   await ctx.db.batch([
-    ctx.db.delete(records).where(and(eq(records.dataSourceId, source.id), eq(records.generation, run.generation))),
     ctx.db
       .update(dataSources)
-      .set({ syncStatus: 'error', errorMessage: error, leaseRunId: null, leaseExpiresAt: null })
+      .set({
+        currentGeneration: generation,
+        syncStatus: 'success',
+        lastSyncAt: now,
+        nextSyncAt: nextSyncAt(source.config, ctx.clock.now()),
+        errorMessage: null,
+        leaseRunId: null,
+        leaseExpiresAt: null,
+      })
       .where(and(eq(dataSources.id, source.id), eq(dataSources.leaseRunId, run.id))),
     ctx.db
+      .delete(records)
+      .where(
+        and(
+          eq(records.dataSourceId, source.id),
+          lt(records.generation, generation),
+          sql`(SELECT current_generation FROM data_sources WHERE id = ${source.id}) = ${generation}`,
+        ),
+      ),
+    ctx.db
       .update(syncRuns)
-      .set({ status: 'error', error, finishedAt: now, durationMs, rowsRead: counts.rowsRead, rowsWritten: 0, rowsDeleted: 0 })
+      .set({
+        status: 'success',
+        finishedAt: now,
+        durationMs,
+        rowsRead: counts.rowsRead,
+        rowsWritten: counts.rowsWritten,
+        rowsDeleted: counts.rowsDeleted,
+        truncated: counts.truncated.length > 0,
+        error: counts.truncated.length > 0 ? `Stopped early: ${counts.truncated.join('; ')}` : null,
+      })
       .where(eq(syncRuns.id, run.id)),
     changeInsert(ctx, {
       panelId: source.panelId,
       entityType: 'DataSource',
       entityId: source.id,
       action: 'SYNC',
-      changes: { syncStatus: { oldValue: source.syncStatus, newValue: 'error' }, errorMessage: { newValue: error } },
+      changes: {
+        recordsProcessed: { newValue: counts.rowsWritten },
+        syncStatus: { oldValue: source.syncStatus, newValue: 'success' },
+      },
     }),
+    notifyViewOwners(ctx, { panelId: source.panelId, type: 'DATA_CHANGED', impact: 'info', message }),
   ])
-  return outcome(ctx, source, run, 0, `Synchronisation failed: ${error}`)
+  return outcome(ctx, source, run, counts.rowsWritten, message)
+}
+
+/** Failure or cancellation: the partial generation goes, the previous one stays visible. */
+async function fail(
+  ctx: ServiceContext,
+  { source, run, counts, incremental }: Ended,
+  status: 'error' | 'cancelled',
+  error: string,
+  durationMs: number,
+): Promise<SyncOutcome> {
+  const now = isoNow(ctx.clock)
+  const dropPartial = incremental
+    ? []
+    : [ctx.db.delete(records).where(and(eq(records.dataSourceId, source.id), eq(records.generation, run.generation)))]
+  await ctx.db.batch([
+    ...dropPartial,
+    ctx.db
+      .update(dataSources)
+      .set({
+        syncStatus: status,
+        errorMessage: status === 'error' ? error : null,
+        nextSyncAt: nextSyncAt(source.config, ctx.clock.now()),
+        leaseRunId: null,
+        leaseExpiresAt: null,
+      })
+      .where(and(eq(dataSources.id, source.id), eq(dataSources.leaseRunId, run.id))),
+    ctx.db
+      .update(syncRuns)
+      .set({
+        status,
+        error,
+        finishedAt: now,
+        durationMs,
+        rowsRead: counts.rowsRead,
+        rowsWritten: incremental ? counts.rowsWritten : 0,
+        rowsDeleted: incremental ? counts.rowsDeleted : 0,
+      })
+      .where(eq(syncRuns.id, run.id)),
+    changeInsert(ctx, {
+      panelId: source.panelId,
+      entityType: 'DataSource',
+      entityId: source.id,
+      action: 'SYNC',
+      changes: { syncStatus: { oldValue: source.syncStatus, newValue: status }, errorMessage: { newValue: error } },
+    }),
+  ] as unknown as Parameters<typeof ctx.db.batch>[0])
+  return outcome(ctx, source, run, 0, status === 'cancelled' ? error : `Synchronisation failed: ${error}`)
 }
 
 async function outcome(ctx: ServiceContext, source: DataSourceRow, run: SyncRunRow, recordsProcessed: number, message: string) {

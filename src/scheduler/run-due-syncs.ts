@@ -1,0 +1,66 @@
+import { and, asc, isNull, lte, or, sql } from 'drizzle-orm'
+import { dataSources, panels } from '../db/schema.ts'
+import type { Deps } from '../deps.ts'
+import { isConflict } from '../errors.ts'
+import type { ServiceContext } from '../http/context.ts'
+import { recoverInterruptedSyncs, runSync } from '../modules/datasources/datasources.sync.ts'
+
+export interface DueSyncsReport {
+  recovered: number
+  started: number
+  succeeded: number
+  failed: number
+  skipped: number
+}
+
+/**
+ * The scheduler's one step, shared by the interval loop (Node, Deno) and the cron trigger
+ * (Workers): recovers syncs whose lease ran out, then runs the sources whose `nextSyncAt` is due,
+ * one after another, oldest first, at most `limit` per call. A source another runner holds is
+ * skipped (its lease decides). Sources of deleted panels are never run.
+ */
+export async function runDueSyncs(deps: Deps, now: Date = deps.clock.now(), limit = 20): Promise<DueSyncsReport> {
+  const report: DueSyncsReport = { recovered: 0, started: 0, succeeded: 0, failed: 0, skipped: 0 }
+  report.recovered = await recoverInterruptedSyncs(deps.db, now)
+  const at = now.toISOString()
+  const due = await deps.db
+    .select()
+    .from(dataSources)
+    .where(
+      and(
+        lte(dataSources.nextSyncAt, at),
+        or(isNull(dataSources.leaseRunId), sql`${dataSources.leaseExpiresAt} < ${at}`),
+        sql`EXISTS (SELECT 1 FROM ${panels} p WHERE p.id = ${dataSources.panelId} AND p.deleted_at IS NULL)`,
+      ),
+    )
+    .orderBy(asc(dataSources.nextSyncAt))
+    .limit(limit)
+  for (const source of due) {
+    try {
+      report.started++
+      const outcome = await runSync(systemContext(deps, source.tenantId), source, 'schedule')
+      if (outcome.source.syncStatus === 'success') report.succeeded++
+      else report.failed++
+    } catch (err) {
+      report.started--
+      if (isConflict(err)) report.skipped++
+      else {
+        report.failed++
+        deps.log.error('scheduled sync failed', { dataSourceId: source.id, error: (err as Error)?.message })
+      }
+    }
+  }
+  return report
+}
+
+/**
+ * The context of work the service does by itself: scoped to one tenant, acting as `system`
+ * (so every view owner is notified and change records say who acted).
+ */
+export function systemContext(deps: Deps, tenantId: string): ServiceContext {
+  return {
+    ...deps,
+    scope: { tenantId, userId: 'system', isAdmin: true },
+    meta: { requestId: `system-${crypto.randomUUID()}`, source: 'system' },
+  }
+}
