@@ -1,4 +1,5 @@
 import api from './api.ts'
+import file, { csvConnector, excelConnector, jsonConnector } from './file.ts'
 import type { Connector } from './types.ts'
 
 /** Every data source type the API accepts (CONTRACT: DataSource; csv/json/excel are file formats). */
@@ -11,6 +12,10 @@ export type DataSourceType = (typeof DATA_SOURCE_TYPES)[number]
  */
 const CONNECTORS: Partial<Record<DataSourceType, Connector>> = {
   api,
+  file,
+  csv: csvConnector,
+  json: jsonConnector,
+  excel: excelConnector,
 }
 
 export const connectorFor = (type: string): Connector | undefined => CONNECTORS[type as DataSourceType]
