@@ -1,76 +1,214 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import api, { ApiConfig, readBodyLimited, recordsFrom } from '../../src/connectors/api.ts'
-import type { ConnectorContext, SourceRecord } from '../../src/connectors/types.ts'
-import { testConnectorContext } from '../helpers/connectors.ts'
-import { type FixtureServer, sendJson, startJsonServer } from '../helpers/servers.ts'
+import { createGuardedFetch } from '../../src/connectors/shared/guarded-fetch.ts'
+import { ITEMS, startPagedApi } from '../helpers/api-server.ts'
+import { readAllBatches } from '../helpers/connectors.ts'
 
-let server: FixtureServer
+let fixture: Awaited<ReturnType<typeof startPagedApi>>
+let base: string
 
 beforeAll(async () => {
-  server = await startJsonServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://x')
-    if (url.pathname === '/many') return sendJson(res, 200, { results: Array.from({ length: 1201 }, (_, i) => ({ n: i })) })
-    if (url.pathname === '/scalars') return sendJson(res, 200, [1, 'two', null])
-    if (url.pathname === '/token') {
-      const ok =
-        req.headers.authorization === `Basic ${btoa('cid:csecret')}` && req.body.includes('grant_type=client_credentials')
-      return ok ? sendJson(res, 200, { access_token: 'tok-from-oauth', expires_in: 60 }) : sendJson(res, 401, {})
-    }
-    sendJson(res, 200, [
-      { method: req.method, body: req.body, key: req.headers['x-key'] ?? null, auth: req.headers.authorization ?? null },
+  fixture = await startPagedApi()
+  base = fixture.server.url
+})
+afterAll(() => fixture.close())
+
+const read = (config: Record<string, unknown>, overrides = {}) => readAllBatches(api, config, overrides)
+const ids = (records: { data: Record<string, unknown> }[]) => records.map((r) => r.data.id)
+
+describe('api connector: requests and records', () => {
+  it('yields one page of records in batches of 500', async () => {
+    const { batches } = await read({ apiEndpoint: `${base}/offset?limit=1201` })
+    expect(batches.map((b) => b.length)).toEqual([250])
+    const many = await read({ apiEndpoint: `${base}/page?pageSize=250`, dataPath: '$.items' })
+    expect(ids(many.records)).toEqual(ITEMS.map((i) => i.id))
+  })
+
+  it('sends method, headers and a JSON-encoded body; a string body as it is', async () => {
+    const json = await read({ apiEndpoint: `${base}/echo`, method: 'post', body: { q: [1, 'a'] }, headers: { 'X-Trace': 't' } })
+    expect(json.records[0].data).toEqual({ method: 'POST', body: '{"q":[1,"a"]}', type: 'application/json' })
+    expect(fixture.server.requests.at(-1)?.headers['x-trace']).toBe('t')
+    const text = await read({
+      apiEndpoint: `${base}/echo`,
+      method: 'PUT',
+      body: 'a=1',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    })
+    expect(text.records[0].data).toEqual({ method: 'PUT', body: 'a=1', type: 'application/x-www-form-urlencoded' })
+  })
+
+  it('answers a non-2xx status with the status and a short excerpt of the body', async () => {
+    await expect(read({ apiEndpoint: `${base}/not-found` })).rejects.toThrow('API responded 404 Not Found: no such thing here')
+  })
+
+  it('explains a body that is not JSON', async () => {
+    await expect(read({ apiEndpoint: `${base}/csv-semicolon`, responseFormat: 'json' })).rejects.toThrow(
+      'API response is not valid JSON (content-type text/plain)',
+    )
+  })
+})
+
+describe('api connector: CSV and XML responses', () => {
+  it('reads paged CSV (detected by Content-Type) as rows', async () => {
+    const { records } = await read({ apiEndpoint: `${base}/csv`, paginationStyle: 'page', pageSize: 100 })
+    expect(records).toHaveLength(250)
+    expect(records[0].data).toEqual({ id: '1', name: 'item 1', even: 'false' })
+    expect(records[249].data).toEqual({ id: '250', name: 'item 250', even: 'true' })
+  })
+
+  it('reads CSV with a delimiter when responseFormat says csv', async () => {
+    const { records } = await read({ apiEndpoint: `${base}/csv-semicolon`, responseFormat: 'csv', delimiter: ';' })
+    expect(records.map((r) => r.data)).toEqual([
+      { a: '1', b: 'x' },
+      { a: '2', b: 'y' },
     ])
   })
 })
-afterAll(() => server.close())
 
-const ctx = (timeout = 5000): ConnectorContext => testConnectorContext({ signal: AbortSignal.timeout(timeout) })
-
-async function readAll(config: Record<string, unknown>) {
-  const batches: SourceRecord[][] = []
-  for await (const batch of api.read(ApiConfig.parse(config), ctx())) batches.push(batch)
-  return batches
-}
-
-describe('api connector', () => {
-  it('yields the records in batches of 500', async () => {
-    const batches = await readAll({ apiEndpoint: `${server.url}/many` })
-    expect(batches.map((b) => b.length)).toEqual([500, 500, 201])
-    expect(batches[2][200].data).toEqual({ n: 1200 })
-  })
-
-  it('wraps non-object items as { value }', async () => {
-    const [batch] = await readAll({ apiEndpoint: `${server.url}/scalars` })
-    expect(batch.map((r) => r.data)).toEqual([{ value: 1 }, { value: 'two' }, { value: null }])
-  })
-
-  it('sends method, JSON body and an api-key header', async () => {
-    const [[record]] = await readAll({
-      apiEndpoint: `${server.url}/echo`,
-      method: 'post',
-      body: { q: 1 },
-      authentication: { type: 'api-key', apiKey: 'k-1', apiKeyHeader: 'X-Key' },
+describe('api connector: XML responses', () => {
+  it('reads paged XML records at dataPath', async () => {
+    const { records } = await read({
+      apiEndpoint: `${base}/xml`,
+      responseFormat: 'xml',
+      dataPath: 'response.items.item',
+      paginationStyle: 'page',
+      pageSize: 100,
     })
-    expect(record.data).toEqual({ method: 'POST', body: '{"q":1}', key: 'k-1', auth: null })
+    expect(records).toHaveLength(250)
+    expect(records[0].data).toEqual({ id: '1', name: 'item 1', even: 'false' })
   })
 
-  it('gets an OAuth2 client-credentials token and sends it', async () => {
-    const [[record]] = await readAll({
-      apiEndpoint: `${server.url}/echo`,
-      authentication: { type: 'oauth2', clientId: 'cid', clientSecret: 'csecret', tokenUrl: `${server.url}/token` },
+  it('ends paging at an empty XML page', async () => {
+    const before = fixture.server.requests.length
+    const { records } = await read({
+      apiEndpoint: `${base}/xml`,
+      dataPath: 'response.items.item',
+      paginationStyle: 'page',
+      pageSize: 125,
     })
-    expect(record.data.auth).toBe('Bearer tok-from-oauth')
+    expect(records).toHaveLength(250)
+    expect(fixture.server.requests.length - before).toBe(3)
   })
 
-  it('refuses features not available yet instead of reading part of the source', async () => {
-    await expect(readAll({ apiEndpoint: `${server.url}/many`, paginationStyle: 'page' })).rejects.toThrow(/not available yet/)
-    await expect(readAll({ apiEndpoint: `${server.url}/many`, responseFormat: 'xml' })).rejects.toThrow(/not available yet/)
+  it('explains malformed XML and a path that matches nothing on the first page', async () => {
+    await expect(read({ apiEndpoint: `${base}/csv`, responseFormat: 'xml' })).rejects.toThrow(/Malformed XML|root element/)
+    await expect(read({ apiEndpoint: `${base}/xml`, dataPath: 'response.nothing' })).rejects.toThrow(
+      'Record path "response.nothing" matches nothing in the XML document',
+    )
+  })
+})
+
+describe('api connector: retries', () => {
+  it('retries a 429 after its Retry-After and then reads the data', async () => {
+    const started = Date.now()
+    const { records } = await read({ apiEndpoint: `${base}/flaky?key=r429&status=429&retryAfter=1`, retryDelay: 0 })
+    expect(records).toHaveLength(2)
+    expect(fixture.state.calls.get('r429')).toBe(2)
+    expect(Date.now() - started).toBeGreaterThanOrEqual(950)
   })
 
-  it('validates its config', () => {
-    const r = ApiConfig.safeParse({ apiEndpoint: 'x', authentication: { type: 'bearer' } })
+  it('retries 503 with backoff until it succeeds', async () => {
+    const { records } = await read({ apiEndpoint: `${base}/flaky?key=r503&fails=2`, retryAttempts: 2, retryDelay: 10 })
+    expect(records).toHaveLength(2)
+    expect(fixture.state.calls.get('r503')).toBe(3)
+  })
+
+  it('gives up after retryAttempts with a clear message', async () => {
+    await expect(
+      read({ apiEndpoint: `${base}/flaky?key=gone&fails=100&status=502`, retryAttempts: 3, retryDelay: 5 }),
+    ).rejects.toThrow('API responded 502 Bad Gateway: try later (4) (gave up after 4 attempts)')
+    expect(fixture.state.calls.get('gone')).toBe(4)
+  })
+
+  it('does not retry other client errors', async () => {
+    await expect(read({ apiEndpoint: `${base}/flaky?key=r400&status=400`, retryDelay: 1 })).rejects.toThrow('API responded 400')
+    expect(fixture.state.calls.get('r400')).toBe(1)
+  })
+
+  it('retries a refused connection, then reports it', async () => {
+    const closed = await startPagedApi()
+    const url = `${closed.server.url}/offset`
+    await closed.close()
+    await expect(read({ apiEndpoint: url, retryAttempts: 1, retryDelay: 5 })).rejects.toThrow(
+      /API request to http:\/\/127\.0\.0\.1:\d+ failed: ECONNREFUSED \(gave up after 2 attempts\)/,
+    )
+  })
+})
+
+describe('api connector: service limits and user caps', () => {
+  it('ends with a clear timeout error when the server hangs half-way', async () => {
+    const started = Date.now()
+    await expect(
+      read({ apiEndpoint: `${base}/hang`, paginationStyle: 'page', timeout: 800 }, { signal: AbortSignal.timeout(800) }),
+    ).rejects.toThrow("API request for page 2 timed out after 800 ms (the source's timeout)")
+    expect(Date.now() - started).toBeLessThan(3000)
+  })
+
+  it('counts response bytes across pages against the sync byte limit', async () => {
+    const limits = { maxBytes: 6000, maxRecords: 1_000_000 }
+    await expect(read({ apiEndpoint: `${base}/offset`, paginationStyle: 'offset' }, { limits })).rejects.toThrow(
+      'API responses exceed the limit of 6000 bytes read in one synchronisation',
+    )
+    const small = { maxBytes: 3000, maxRecords: 1_000_000 }
+    await expect(read({ apiEndpoint: `${base}/csv`, paginationStyle: 'page' }, { limits: small })).rejects.toThrow(
+      'API responses exceed the limit of 3000 bytes read in one synchronisation',
+    )
+    const { records } = await read({ apiEndpoint: `${base}/offset`, paginationStyle: 'offset', maxPages: 1 }, { limits })
+    expect(records).toHaveLength(100)
+  })
+
+  it('is refused a loopback address when private networks are not allowed', async () => {
+    const guarded = createGuardedFetch({ fetch, allowPrivate: false })
+    const before = fixture.server.requests.length
+    await expect(read({ apiEndpoint: `${base}/offset` }, { fetch: guarded })).rejects.toThrow(
+      /Refusing to connect to 127\.0\.0\.1: it is a loopback address/,
+    )
+    expect(fixture.server.requests.length).toBe(before)
+  })
+})
+
+describe('api config', () => {
+  it('names each bad field', () => {
+    const r = ApiConfig.safeParse({
+      apiEndpoint: 'ftp://x',
+      method: 'DELETE',
+      authentication: { type: 'oauth2', clientId: 'c' },
+      paginationStyle: 'scroll',
+      pageSize: 0,
+      maxPages: -1,
+      retryAttempts: 11,
+      retryDelay: 'soon',
+      timeout: 0,
+      dataPath: 'a..b',
+      cursorPath: '[',
+      responseFormat: 'yaml',
+    })
     expect(r.success).toBe(false)
-    expect(r.error?.issues.map((i) => i.path.join('.')).sort()).toEqual(['apiEndpoint', 'authentication.token'])
-    expect(ApiConfig.parse({ apiEndpoint: 'https://a.test' })).toMatchObject({ method: 'GET', timeout: 30_000 })
+    expect(r.error?.issues.map((i) => i.path.join('.')).sort()).toEqual([
+      'apiEndpoint',
+      'authentication.clientSecret',
+      'authentication.tokenUrl',
+      'cursorPath',
+      'dataPath',
+      'maxPages',
+      'method',
+      'pageSize',
+      'paginationStyle',
+      'responseFormat',
+      'retryAttempts',
+      'retryDelay',
+      'timeout',
+    ])
+  })
+
+  it('fills the defaults', () => {
+    expect(ApiConfig.parse({ apiEndpoint: 'https://a.test' })).toMatchObject({
+      method: 'GET',
+      timeout: 30_000,
+      retryAttempts: 2,
+      retryDelay: 500,
+      hasHeaders: true,
+    })
   })
 })
 

@@ -1,0 +1,211 @@
+import { type ConnectorContext, ConnectorError } from '../types.ts'
+import type { Authenticator } from './auth.ts'
+import { parseRetryAfter, RETRY_STATUSES, RetryableError, withRetry } from './retry.ts'
+
+/** The service's own limit on one response that is parsed whole (JSON, XML). */
+export const MAX_RESPONSE_BYTES = 50 * 1024 * 1024
+/** How much of an error body is read to explain the failure. */
+const ERROR_BODY_BYTES = 64 * 1024
+const EXCERPT_CHARS = 200
+
+export interface HttpClientOptions {
+  /** Names the remote side in messages: "API", "FHIR server". */
+  label: string
+  timeoutMs: number
+  retryAttempts: number
+  retryDelayMs: number
+  auth: Authenticator
+  /** Builds the message for a non-2xx answer (default: status and a short excerpt of the body). */
+  describeFailure?: (res: Response, body: string) => string | undefined
+}
+
+/** Requests for one sync of one source: credentials, retries, and one byte budget for all bodies. */
+export interface HttpClient {
+  /** Sends a request; a 2xx response, else a ConnectorError (after retries and one 401 refresh). */
+  send(url: string | URL, init: RequestInit): Promise<Response>
+  /** The whole body, counted against the sync's byte budget and the per-response limit. */
+  readBody(res: Response): Promise<Uint8Array>
+  /** The body as a stream, counted against the sync's byte budget as it flows. */
+  stream(res: Response): ReadableStream<Uint8Array>
+  /** Turns anything thrown while reading into a safe ConnectorError (timeouts and cancels named). */
+  failure(err: unknown, where?: string): ConnectorError
+}
+
+export function createHttpClient(ctx: ConnectorContext, options: HttpClientOptions): HttpClient {
+  const { label, auth } = options
+  const budget = { used: 0, max: ctx.limits.maxBytes }
+  const overBudget = () =>
+    new ConnectorError(`${label} responses exceed the limit of ${formatBytes(budget.max)} read in one synchronisation`)
+
+  async function attempt(url: string | URL, init: RequestInit): Promise<Response> {
+    for (let refreshed = false; ; refreshed = true) {
+      const headers = new Headers(init.headers)
+      await auth.apply(headers)
+      let res: Response
+      try {
+        res = await ctx.fetch(url, { ...init, headers, signal: ctx.signal })
+      } catch (err) {
+        throw networkFailure(err, ctx, label, url)
+      }
+      if (res.ok) return res
+      if (res.status === 401 && !refreshed && (await auth.invalidate())) {
+        await res.body?.cancel().catch(() => {})
+        continue
+      }
+      const body = await readErrorBody(res)
+      const status = `${label} responded ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`
+      const custom = options.describeFailure?.(res, body)
+      const message = redact(custom ?? `${status}${excerptOf(body)}`, auth.secrets)
+      if (RETRY_STATUSES.has(res.status)) throw new RetryableError(message, parseRetryAfter(res.headers.get('retry-after')))
+      throw new ConnectorError(message)
+    }
+  }
+
+  return {
+    send: (url, init) =>
+      withRetry(() => attempt(url, init), {
+        attempts: options.retryAttempts,
+        delayMs: options.retryDelayMs,
+        signal: ctx.signal,
+        onRetry: ({ attempt: n, waitMs, error }) =>
+          ctx.log.warn('retrying request', { label, attempt: n, waitMs, reason: error.message }),
+      }),
+
+    async readBody(res) {
+      const remaining = budget.max - budget.used
+      const bytes =
+        remaining < MAX_RESPONSE_BYTES
+          ? await readBodyLimited(res, remaining, label, overBudget)
+          : await readBodyLimited(res, MAX_RESPONSE_BYTES, `${label} response`)
+      budget.used += bytes.byteLength
+      return bytes
+    },
+
+    stream(res) {
+      const declared = Number(res.headers.get('content-length') ?? Number.NaN)
+      if (declared > budget.max - budget.used) {
+        res.body?.cancel().catch(() => {})
+        throw overBudget()
+      }
+      const counter = new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          budget.used += chunk.byteLength
+          if (budget.used > budget.max) controller.error(overBudget())
+          else controller.enqueue(chunk)
+        },
+      })
+      return (res.body ?? new Response('').body!).pipeThrough(counter)
+    },
+
+    failure(err, where) {
+      if (err instanceof ConnectorError) return err
+      const request = `${label} request${where ? ` for ${where}` : ''}`
+      if (!ctx.signal.aborted) return new ConnectorError(redact(`${request} failed: ${reasonOf(err)}`, auth.secrets))
+      const reason = ctx.signal.reason as { name?: string } | undefined
+      if (reason?.name === 'TimeoutError') {
+        return new ConnectorError(`${request} timed out after ${options.timeoutMs} ms (the source's timeout)`)
+      }
+      return new ConnectorError(`${request} was cancelled`)
+    },
+  }
+}
+
+/**
+ * A fetch that threw: a network failure becomes a retryable error; an abort is passed on as it
+ * is, for `HttpClient.failure` to name (timeout or cancel).
+ */
+export function networkFailure(err: unknown, ctx: ConnectorContext, label: string, url: string | URL): unknown {
+  if (err instanceof ConnectorError || ctx.signal.aborted) return err
+  return new RetryableError(`${label} request to ${new URL(String(url)).origin} failed: ${reasonOf(err)}`)
+}
+
+/** The body as bytes, refusing more than `max` (by Content-Length up front, else while reading). */
+export async function readBodyLimited(
+  res: Response,
+  max: number,
+  what = 'API response',
+  tooLarge: () => Error = () => new ConnectorError(`${what} is larger than the ${formatBytes(max)} limit`),
+): Promise<Uint8Array> {
+  const declared = Number(res.headers.get('content-length') ?? Number.NaN)
+  if (declared > max) {
+    await res.body?.cancel().catch(() => {})
+    throw tooLarge()
+  }
+  if (!res.body) return new Uint8Array()
+  const reader = res.body.getReader()
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for (;;) {
+    const { done, value } = await reader.read()
+    if (done) break
+    size += value.byteLength
+    if (size > max) {
+      await reader.cancel().catch(() => {})
+      throw tooLarge()
+    }
+    chunks.push(value)
+  }
+  const out = new Uint8Array(size)
+  let offset = 0
+  for (const c of chunks) {
+    out.set(c, offset)
+    offset += c.byteLength
+  }
+  return out
+}
+
+/** ": <short excerpt>" of an error body (its message field when JSON), secrets redacted; "" when empty. */
+export async function errorExcerpt(res: Response, secrets: readonly string[]): Promise<string> {
+  return redact(excerptOf(await readErrorBody(res)), secrets)
+}
+
+/** `text` with every secret value replaced by "<SECRET>". */
+export function redact(text: string, secrets: readonly string[]): string {
+  let out = text
+  for (const s of secrets) if (s.length >= 3) out = out.split(s).join('<SECRET>')
+  return out
+}
+
+export const formatBytes = (n: number) => (n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : `${n} bytes`)
+
+// --- Internal helpers ---
+
+/** The start of an error body (at most ERROR_BODY_BYTES; the rest is dropped unread). */
+async function readErrorBody(res: Response): Promise<string> {
+  if (!res.body) return ''
+  const reader = res.body.getReader()
+  const decoder = new TextDecoder()
+  let text = ''
+  let size = 0
+  try {
+    while (size < ERROR_BODY_BYTES) {
+      const { done, value } = await reader.read()
+      if (done) return text + decoder.decode()
+      size += value.byteLength
+      text += decoder.decode(value, { stream: true })
+    }
+    await reader.cancel().catch(() => {})
+    return text
+  } catch {
+    return text
+  }
+}
+
+const MESSAGE_FIELDS = ['error_description', 'message', 'error', 'detail', 'title'] as const
+
+function excerptOf(body: string): string {
+  let text = body
+  try {
+    const doc = JSON.parse(body) as Record<string, unknown>
+    const field = MESSAGE_FIELDS.find((f) => typeof doc?.[f] === 'string' && doc[f] !== '')
+    if (field) text = doc[field] as string
+  } catch {}
+  text = text.replace(/\s+/g, ' ').trim()
+  if (text === '') return ''
+  return `: ${text.length > EXCERPT_CHARS ? `${text.slice(0, EXCERPT_CHARS)}…` : text}`
+}
+
+function reasonOf(err: unknown): string {
+  const cause = (err as { cause?: { code?: string; message?: string } }).cause
+  return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err))
+}
