@@ -43,6 +43,7 @@ const ConfigSchema = z
       .optional(),
     CACHE_TTL_SECONDS: int(3600, 1, 31_536_000),
     FILES_DIR: z.string().min(1).optional().default('./data/files'),
+    UPLOAD_MAX_BYTES: int(100 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
     ENCRYPTION_KEY: z.string().min(1).optional(),
     ALLOW_PRIVATE_NETWORK_SOURCES: bool(false),
     CORS_ORIGINS: z.string().optional(),
@@ -109,6 +110,8 @@ export interface Config {
   redisUrl?: string
   cacheTtlSeconds: number
   filesDir: string
+  /** Largest file `PUT /api/datasources/{id}/file` accepts (413 beyond). */
+  uploadMaxBytes: number
   encryptionKey?: string
   allowPrivateNetworkSources: boolean
   corsOrigins: string[]
@@ -153,6 +156,7 @@ export function parseConfig(env: EnvRecord): Config {
     redisUrl: e.REDIS_URL,
     cacheTtlSeconds: e.CACHE_TTL_SECONDS,
     filesDir: e.FILES_DIR,
+    uploadMaxBytes: e.UPLOAD_MAX_BYTES,
     encryptionKey: e.ENCRYPTION_KEY,
     allowPrivateNetworkSources: e.ALLOW_PRIVATE_NETWORK_SOURCES,
     corsOrigins: e.CORS_ORIGINS

@@ -30,6 +30,7 @@ describe('parseConfig defaults', () => {
       redisUrl: undefined,
       cacheTtlSeconds: 3600,
       filesDir: './data/files',
+      uploadMaxBytes: 100 * 1024 * 1024,
       encryptionKey: undefined,
       allowPrivateNetworkSources: false,
       corsOrigins: ['*'],

@@ -1,4 +1,4 @@
-import { createRoute } from '@hono/zod-openapi'
+import { createRoute, z } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
 import { bearer, conflictResponse, createRouter, errorResponses, IdParam, PanelIdParam, TenantQuery } from '../../http/router.ts'
 import {
@@ -22,6 +22,7 @@ import {
   syncDataSource,
   updateDataSource,
 } from './datasources.service.ts'
+import { uploadDataSourceFile } from './datasources.upload.ts'
 
 const tags = ['Data sources']
 const json = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } })
@@ -118,6 +119,44 @@ const syncRunsRoute = createRoute({
   responses: { 200: json(SyncRunList, 'Sync runs and their total'), ...errorResponses },
 })
 
+const binary = { schema: { type: 'string' as const, format: 'binary' } }
+
+const uploadRoute = createRoute({
+  method: 'put',
+  path: '/datasources/{id}/file',
+  tags,
+  summary: 'Upload the file of a file data source and synchronise it',
+  description:
+    "For `file`, `csv`, `json` and `excel` sources. The body is the file itself (any content type; name from `?filename=` or `Content-Disposition`) or multipart/form-data with the file in the field `file`. The file is stored under the tenant's upload folder, must fit `UPLOAD_MAX_BYTES` and the source's `maxFileSize` (413) and have an extension in its `allowedExtensions` (400); the source's `filePath` then points at it and a sync runs, answered like `POST /datasources/{id}/sync`.",
+  security: bearer,
+  request: {
+    params: IdParam,
+    query: SyncQuery.extend({
+      filename: z.string().max(255).optional().openapi({ description: 'Name of a raw-body upload, e.g. patients.csv' }),
+    }),
+    body: {
+      required: true,
+      content: {
+        'application/octet-stream': binary,
+        'text/csv': binary,
+        'multipart/form-data': {
+          schema: {
+            type: 'object' as const,
+            properties: { file: { type: 'string' as const, format: 'binary' } },
+            required: ['file'],
+          },
+        },
+      },
+    },
+  },
+  responses: {
+    200: json(SyncResult, 'The file was stored; the synchronisation result'),
+    202: json(SyncRun, 'The file was stored; the sync run, continuing in the background'),
+    ...conflictResponse,
+    ...errorResponses,
+  },
+})
+
 export const datasourcesRouter = createRouter()
   .openapi(listRoute, async (c) => {
     return c.json(await listDataSources(ctxOf(c, c.req.valid('query')), c.req.valid('param').panelId), 200)
@@ -143,6 +182,11 @@ export const datasourcesRouter = createRouter()
   })
   .openapi(cancelRoute, async (c) => {
     return c.json(await cancelSync(ctxOf(c, c.req.valid('query'), c.req.valid('json')), c.req.valid('param').id), 200)
+  })
+  .openapi(uploadRoute, async (c) => {
+    const query = c.req.valid('query')
+    const outcome = await uploadDataSourceFile(ctxOf(c, query), c.req.valid('param').id, c.req.raw, { background: query.async })
+    return outcome.background ? c.json(outcome.run, 202) : c.json(outcome.result, 200)
   })
   .openapi(syncRunsRoute, async (c) => {
     const query = c.req.valid('query')
