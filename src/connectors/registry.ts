@@ -1,4 +1,5 @@
 import api from './api.ts'
+import fhir from './fhir.ts'
 import file, { csvConnector, excelConnector, jsonConnector } from './file.ts'
 import type { Connector } from './types.ts'
 
@@ -16,6 +17,7 @@ const CONNECTORS: Partial<Record<DataSourceType, Connector>> = {
   csv: csvConnector,
   json: jsonConnector,
   excel: excelConnector,
+  fhir,
 }
 
 export const connectorFor = (type: string): Connector | undefined => CONNECTORS[type as DataSourceType]

@@ -1,0 +1,178 @@
+import { z } from 'zod'
+import { Authentication, createAuthenticator } from './shared/auth.ts'
+import { httpUrl, maxPagesField, requestFields } from './shared/http-config.ts'
+import { createHttpClient, type HttpClient } from './shared/request.ts'
+import { type ConnectorContext, ConnectorError, defineConnector, type SourceRecord } from './types.ts'
+
+export const CONNECTOR_TYPE = 'fhir'
+export const BATCH_SIZE = 500
+export const FHIR_JSON = 'application/fhir+json'
+
+const resourceTypeName = z.string().regex(/^[A-Z][A-Za-z]{1,63}$/, 'must be a FHIR resource type such as "Patient"')
+const paramValue = z.union([z.string(), z.number(), z.boolean()])
+
+/** Config of a `fhir` source (DATA-ENGINE: Connector conventions, FHIR); unknown fields pass through. */
+export const FhirConfig = z
+  .object({
+    baseUrl: z.string().refine(httpUrl, 'must be an http or https URL'),
+    resourceType: resourceTypeName.optional(),
+    resourceTypes: z.array(resourceTypeName).min(1).max(50).optional(),
+    /** A query string (`name=smith&_sort=birthdate`) or an object (values may be lists: repeated). */
+    searchParams: z.union([z.string(), z.record(z.string(), z.union([paramValue, z.array(paramValue)]))]).optional(),
+    pageSize: z.number().int().min(1).max(1000).optional(),
+    maxPages: maxPagesField,
+    authentication: Authentication.optional(),
+    ...requestFields,
+    keyField: z.string().min(1).optional(),
+  })
+  .passthrough()
+  .superRefine((c, ctx) => {
+    if (!c.resourceType && !c.resourceTypes) {
+      ctx.addIssue({ code: 'custom', path: ['resourceType'], message: 'required (or resourceTypes, a list of them)' })
+    }
+  })
+
+export type FhirConfig = z.infer<typeof FhirConfig>
+
+interface Bundle {
+  resourceType: 'Bundle'
+  link?: { relation?: string; url?: string }[]
+  entry?: { resource?: Record<string, unknown>; search?: { mode?: string } }[]
+}
+
+/**
+ * FHIR R4 search (DATA-ENGINE: `fhir`): `GET {baseUrl}/{type}?{searchParams}&_count={pageSize}`
+ * for each resource type, following `Bundle.link[relation=next]` on the base URL's origin. The
+ * records are the entries' resources of that type (included resources and OperationOutcome
+ * entries skipped), keyed `Type/id`. An OperationOutcome answer is an error carrying its issues'
+ * text. `maxPages` caps each type's search.
+ */
+export default defineConnector<FhirConfig>({
+  type: CONNECTOR_TYPE,
+  configSchema: FhirConfig,
+  async *read(config, ctx) {
+    const auth = createAuthenticator(config.authentication, ctx, {
+      retryAttempts: config.retryAttempts,
+      retryDelayMs: config.retryDelay,
+    })
+    const client = createHttpClient(ctx, {
+      label: 'FHIR server',
+      timeoutMs: config.timeout,
+      retryAttempts: config.retryAttempts,
+      retryDelayMs: config.retryDelay,
+      auth,
+      describeFailure: (res, body) => {
+        const outcome = outcomeText(body)
+        return outcome && `FHIR server responded ${res.status} with an OperationOutcome: ${outcome}`
+      },
+    })
+    const types = [...new Set(config.resourceTypes ?? [config.resourceType as string])]
+    for (const type of types) yield* search(config, ctx, client, type)
+  },
+})
+
+/** The search URL of one resource type: base URL, type, search parameters and `_count`. */
+export function searchUrl(config: FhirConfig, type: string): URL {
+  const url = new URL(`${config.baseUrl.replace(/\/+$/, '')}/${type}`)
+  const params = config.searchParams
+  if (typeof params === 'string') {
+    for (const [k, v] of new URLSearchParams(params.replace(/^\?/, ''))) url.searchParams.append(k, v)
+  } else if (params) {
+    for (const [k, v] of Object.entries(params)) {
+      for (const one of Array.isArray(v) ? v : [v]) url.searchParams.append(k, String(one))
+    }
+  }
+  if (config.pageSize !== undefined) url.searchParams.set('_count', String(config.pageSize))
+  return url
+}
+
+/**
+ * The text of an OperationOutcome's issues ("severity: diagnostics"), or undefined when `body` is
+ * not one.
+ */
+export function outcomeText(body: string | unknown): string | undefined {
+  let doc: unknown = body
+  if (typeof body === 'string') {
+    try {
+      doc = JSON.parse(body)
+    } catch {
+      return undefined
+    }
+  }
+  const outcome = doc as { resourceType?: unknown; issue?: unknown } | null
+  if (outcome?.resourceType !== 'OperationOutcome') return undefined
+  const issues = Array.isArray(outcome.issue) ? (outcome.issue as Record<string, any>[]) : []
+  const texts = issues.map((i) => {
+    const text = i?.diagnostics ?? i?.details?.text ?? i?.details?.coding?.[0]?.display ?? i?.code ?? 'unknown issue'
+    return `${i?.severity ? `${i.severity}: ` : ''}${String(text)}`
+  })
+  const joined = texts.length > 0 ? texts.join('; ') : 'no issue given'
+  return joined.length > 500 ? `${joined.slice(0, 500)}…` : joined
+}
+
+// --- Internal helpers ---
+
+async function* search(config: FhirConfig, ctx: ConnectorContext, client: HttpClient, type: string) {
+  const origin = new URL(config.baseUrl).origin
+  const seen = new Set<string>()
+  let url: URL | undefined = searchUrl(config, type)
+  for (let page = 1; url; page++) {
+    seen.add(url.href)
+    let bundle: Bundle
+    try {
+      bundle = await fetchBundle(client, url, type)
+    } catch (err) {
+      throw client.failure(err, `${type} page ${page}`)
+    }
+    const records = recordsOf(bundle, type)
+    const warnings = (bundle.entry ?? []).filter((e) => e?.search?.mode === 'outcome').map((e) => outcomeText(e.resource))
+    if (warnings.length > 0) ctx.log.warn('FHIR search returned an OperationOutcome entry', { type, page, issues: warnings })
+    for (let i = 0; i < records.length; i += BATCH_SIZE) yield records.slice(i, i + BATCH_SIZE)
+    const next = bundle.link?.find((l) => l?.relation === 'next')?.url
+    if (!next) return
+    const nextUrl = new URL(next, url)
+    if (nextUrl.origin !== origin) {
+      throw new ConnectorError(
+        `The FHIR server's next link for ${type} points to another origin (${nextUrl.origin}); only ${origin} is followed`,
+      )
+    }
+    if (seen.has(nextUrl.href)) throw new ConnectorError(`The FHIR server's next link for ${type} repeats a page already read`)
+    if (config.maxPages !== undefined && page >= config.maxPages) {
+      ctx.truncated(`Stopped ${type} at maxPages (${config.maxPages} pages); the FHIR server had more pages`)
+      return
+    }
+    url = nextUrl
+  }
+}
+
+async function fetchBundle(client: HttpClient, url: URL, type: string): Promise<Bundle> {
+  const res = await client.send(url, { method: 'GET', headers: { Accept: FHIR_JSON } })
+  const text = new TextDecoder().decode(await client.readBody(res))
+  let doc: { resourceType?: unknown } | null
+  try {
+    doc = JSON.parse(text)
+  } catch {
+    throw new ConnectorError(`The FHIR server's answer to the ${type} search is not JSON`)
+  }
+  const outcome = outcomeText(doc)
+  if (outcome !== undefined) throw new ConnectorError(`FHIR server answered an OperationOutcome: ${outcome}`)
+  if (doc?.resourceType !== 'Bundle') {
+    const what = typeof doc?.resourceType === 'string' ? `a ${doc.resourceType}` : 'something that is not a FHIR resource'
+    throw new ConnectorError(`The FHIR server answered ${what}, not a Bundle, to the ${type} search`)
+  }
+  return doc as Bundle
+}
+
+/** The searched resources of a Bundle page: `include` and `outcome` entries and other types skipped. */
+function recordsOf(bundle: Bundle, type: string): SourceRecord[] {
+  const records: SourceRecord[] = []
+  for (const entry of bundle.entry ?? []) {
+    const resource = entry?.resource
+    if (!resource || typeof resource !== 'object' || resource.resourceType !== type) continue
+    const mode = entry.search?.mode
+    if (mode === 'include' || mode === 'outcome') continue
+    const id = typeof resource.id === 'string' && resource.id !== '' ? resource.id : undefined
+    records.push(id ? { key: `${type}/${id}`, data: resource } : { data: resource })
+  }
+  return records
+}
