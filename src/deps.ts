@@ -7,6 +7,7 @@ import { createTokenVerifier, type TokenVerifier } from './http/token-verifier.t
 import { type Clock, systemClock } from './lib/clock.ts'
 import type { FileStore } from './lib/files.ts'
 import { createLogger, type Logger } from './lib/logger.ts'
+import type { OpenSqlite } from './lib/sql.ts'
 import { createSecretBox, type SecretBox } from './lib/secrets.ts'
 
 /** What a runtime resolves a host name with, for the private-address guard of outbound requests. */
@@ -24,8 +25,15 @@ export interface Deps {
   secrets: SecretBox
   /** FILES_DIR; undefined on a runtime without a file system (Workers). */
   files?: FileStore
+  /** Opens SQLite/libSQL databases for `database` sources; undefined where the runtime has none. */
+  openSqlite?: OpenSqlite
   /** The runtime's name, for messages about what it lacks ('node', 'deno', 'workers'). */
   runtime: string
+  /**
+   * Synchronous SHA-256 (hex) where the runtime has one (node:crypto on Node, Deno and Workers with
+   * nodejs_compat); record keys fall back to WebCrypto when absent. Same digest either way.
+   */
+  sha256Hex?: (text: string) => string
   tokens: TokenVerifier
   rateLimiter: RateLimiter
   startedAt: number
@@ -41,7 +49,9 @@ export interface Primitives {
   fetch?: typeof fetch
   resolveHost?: ResolveHost
   files?: FileStore
+  openSqlite?: OpenSqlite
   runtime?: string
+  sha256Hex?: (text: string) => string
   closeDb?: () => void | Promise<void>
 }
 
@@ -61,7 +71,9 @@ export async function buildDeps(config: Config, p: Primitives): Promise<Deps> {
     outbound: { fetch: p.fetch ?? fetch, resolveHost: p.resolveHost },
     secrets: await createSecretBox(config.encryptionKey),
     files: p.files,
+    openSqlite: p.openSqlite,
     runtime: p.runtime ?? 'node',
+    sha256Hex: p.sha256Hex,
     tokens: createTokenVerifier(config.jwtSecret, now),
     rateLimiter: createRateLimiter(now),
     startedAt: now(),

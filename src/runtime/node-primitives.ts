@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { lookup } from 'node:dns/promises'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -9,6 +10,10 @@ import { createDb } from '../db/client.ts'
 import type { Primitives } from '../deps.ts'
 import { applyMigrations } from './migrate.ts'
 import { nodeFileStore } from './node-files.ts'
+import { nodeSqliteOpener } from './node-sqlite.ts'
+
+/** SHA-256 hex of a string, synchronously: record keys hash every keyless row (DATA-ENGINE: Records). */
+export const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex')
 
 /** Opens the libSQL database of DATABASE_URL (creating a file's folder), tuned and migrated. */
 export async function openDatabase(config: Config) {
@@ -53,7 +58,9 @@ export async function nodePrimitives(config: Config): Promise<Primitives> {
     storage: await openStorage(config),
     resolveHost,
     files: nodeFileStore(config.filesDir),
+    openSqlite: nodeSqliteOpener(config.filesDir),
     runtime: 'node',
+    sha256Hex,
     closeDb: () => client.close(),
   }
 }

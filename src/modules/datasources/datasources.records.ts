@@ -20,27 +20,45 @@ interface KeyedRecord {
   json: string
 }
 
+/** SHA-256 hex of a text: the runtime's synchronous digest, else WebCrypto (the same digest). */
+export type Digest = ((text: string) => string) | undefined
+
 /**
- * A record's key: the `keyField` value, else the connector's key, else a hash of the content.
- * Identical keyless rows stay distinct (`<hash>#2`); rows sharing a key are one record (last wins).
+ * A record's key: the `keyField` value, else the connector's key, else the SHA-256 of the content
+ * as JSON. Identical keyless rows stay distinct (`<hash>#2`); rows sharing a key are one record
+ * (last wins).
  */
-export function keyRecords(records: SourceRecord[], keyField: string | undefined, seen: KeySet): KeyedRecord[] {
+export async function keyRecords(
+  records: SourceRecord[],
+  keyField: string | undefined,
+  seen: KeySet,
+  digest: Digest,
+): Promise<KeyedRecord[]> {
   const out: KeyedRecord[] = []
+  const unkeyed: number[] = []
   for (const record of records) {
     const json = JSON.stringify(record.data)
     const byField = keyField === undefined ? undefined : evaluatePath(record.data, keyField)
-    let key: string
+    let key = ''
     if (byField !== undefined && byField !== null && byField !== '') {
       key = typeof byField === 'string' ? byField : JSON.stringify(byField)
     } else if (record.key) {
       key = record.key
     } else {
-      const hash = contentHash(json)
-      key = hash
-      for (let n = 2; seen.has(key); n++) key = `${hash}#${n}`
+      unkeyed.push(out.length)
     }
-    seen.add(key)
     out.push({ key, json })
+  }
+  const hashes = digest ? unkeyed.map((i) => digest(out[i].json)) : await Promise.all(unkeyed.map((i) => webSha256(out[i].json)))
+  let next = 0
+  for (let i = 0; i < out.length; i++) {
+    if (next < unkeyed.length && unkeyed[next] === i) {
+      const hash = hashes[next++]
+      let key = hash
+      for (let n = 2; seen.has(key); n++) key = `${hash}#${n}`
+      out[i].key = key
+    }
+    seen.add(out[i].key)
   }
   return out
 }
@@ -84,24 +102,9 @@ export const countRemovedKeys = (sourceId: number, generation: number) => sql`
 
 // --- Internal helpers ---
 
-/**
- * A 106-bit content hash (two 53-bit cyrb53 lanes) as hex: stable across syncs and runtimes,
- * synchronous, and ~20× cheaper per row than a WebCrypto digest. Keys only need to tell records
- * apart, not resist an attacker: a forged collision can only merge two rows of the caller's own source.
- */
-function contentHash(text: string): string {
-  return lane(text, 0x9e3779b1) + lane(text, 0x85ebca77)
-}
-
-function lane(text: string, seed: number): string {
-  let h1 = 0xdeadbeef ^ seed
-  let h2 = 0x41c6ce57 ^ seed
-  for (let i = 0; i < text.length; i++) {
-    const ch = text.charCodeAt(i)
-    h1 = Math.imul(h1 ^ ch, 2654435761)
-    h2 = Math.imul(h2 ^ ch, 1597334677)
-  }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
-  return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(16).padStart(14, '0')
+async function webSha256(text: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)))
+  let hex = ''
+  for (const b of digest) hex += b.toString(16).padStart(2, '0')
+  return hex
 }

@@ -194,6 +194,9 @@ async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
     cache: sourceCache(ctx, source),
     files: ctx.files,
     runtime: ctx.runtime,
+    allowPrivateNetwork: ctx.config.allowPrivateNetworkSources,
+    resolveHost: ctx.outbound.resolveHost,
+    openSqlite: ctx.openSqlite,
     limits: { maxBytes: limits.maxBytes, maxRecords: limits.maxRecords },
     cursor: job.plain.lastSyncValue,
     advanceCursor: (value) => {
@@ -216,8 +219,8 @@ async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
       const cursor = pendingCursor
       pendingCursor = undefined
       const statements = incremental
-        ? incrementalStatements(ctx, source, batch, keyField, counts)
-        : upsertStatements(source, run.generation, keyRecords(batch, keyField, seen), isoNow(ctx.clock))
+        ? await incrementalStatements(ctx, source, batch, keyField, counts)
+        : upsertStatements(source, run.generation, await keyRecords(batch, keyField, seen, ctx.sha256Hex), isoNow(ctx.clock))
       if (!incremental) counts.rowsWritten = seen.size
       if (cursor) {
         statements.push(sql`UPDATE data_sources SET config = json_set(config, '$.lastSyncValue', json(${JSON.stringify(cursor.value ?? null)}))
@@ -238,28 +241,34 @@ async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
   }
 }
 
-function incrementalStatements(
+async function incrementalStatements(
   ctx: ServiceContext,
   source: DataSourceRow,
   batch: SourceRecord[],
   keyField: string | undefined,
   counts: Counts,
 ) {
-  const upserts = keyRecords(
+  const upserts = await keyRecords(
     batch.filter((r) => !r.deleted),
     keyField,
     new Set(),
+    ctx.sha256Hex,
   )
-  const deletes = keyRecords(
+  const deleted = await keyRecords(
     batch.filter((r) => r.deleted),
     keyField,
     new Set(),
-  ).map((r) => r.key)
+    ctx.sha256Hex,
+  )
   counts.rowsWritten += upserts.length
-  counts.rowsDeleted += deletes.length
+  counts.rowsDeleted += deleted.length
   return [
     ...upsertStatements(source, source.currentGeneration, upserts, isoNow(ctx.clock)),
-    ...deleteStatements(source, source.currentGeneration, deletes),
+    ...deleteStatements(
+      source,
+      source.currentGeneration,
+      deleted.map((r) => r.key),
+    ),
   ]
 }
 

@@ -1,0 +1,111 @@
+/**
+ * One case of `npm run bench:sync`, run in its own process so its peak RSS is its own:
+ *   bare <dir> <csv>          multi-row INSERT (500 rows per statement) of the CSV's rows, parsed first
+ *   csv <dir> <csv>           a csv data source synchronised through the service (create → initial sync)
+ *   fhir <dir> <baseUrl>      a fhir data source reading Patient pages from a loopback server
+ * Prints one JSON line: { rows, seconds, peakRssMiB }.
+ */
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { createStorage } from 'unstorage'
+import memoryDriver from 'unstorage/drivers/memory'
+import { parseConfig } from '../src/config.ts'
+import { buildDeps } from '../src/deps.ts'
+import type { ServiceContext } from '../src/http/context.ts'
+import { createLogger } from '../src/lib/logger.ts'
+import { createDataSource } from '../src/modules/datasources/datasources.service.ts'
+import { createPanel } from '../src/modules/panels/panels.service.ts'
+import { nodeFileStore } from '../src/runtime/node-files.ts'
+import { openDatabase } from '../src/runtime/node-primitives.ts'
+
+const [kind, dir, target] = process.argv.slice(2)
+
+async function main() {
+  const config = parseConfig({
+    DATABASE_URL: `file:${join(dir, `${kind}-${target.replace(/\W/g, '_')}.db`)}`,
+    FILES_DIR: dir,
+    JWT_SECRET: 'bench-secret-0123456789-0123456789-abcdef',
+    ENCRYPTION_KEY: 'bench-encryption-key',
+    ALLOW_PRIVATE_NETWORK_SOURCES: 'true',
+    LOG_LEVEL: 'warn',
+  })
+  const { db, client } = await openDatabase(config)
+  const started = performance.now()
+  let rows = 0
+  if (kind === 'bare') {
+    rows = await bareInsert(client, readFileSync(join(dir, target), 'utf8'))
+  } else {
+    const deps = await buildDeps(config, {
+      db,
+      storage: createStorage({ driver: memoryDriver() }),
+      files: nodeFileStore(dir),
+      log: createLogger('warn'),
+    })
+    const ctx: ServiceContext = {
+      ...deps,
+      scope: { tenantId: 'bench', userId: 'bench', isAdmin: false },
+      meta: { requestId: 'bench', source: 'system' },
+    }
+    const panel = await createPanel(ctx, { name: 'Bench', tenantId: 'bench', userId: 'bench' } as never)
+    const t0 = performance.now()
+    const source =
+      kind === 'csv'
+        ? await createDataSource(ctx, panel.id, { type: 'csv', config: { filePath: target, format: 'csv' } } as never)
+        : await createDataSource(ctx, panel.id, {
+            type: 'fhir',
+            config: { baseUrl: target, resourceType: 'Patient', pageSize: 100, maxPages: 1000 },
+          } as never)
+    const elapsed = (performance.now() - t0) / 1000
+    if (source.syncStatus !== 'success') throw new Error(`sync ended in ${source.syncStatus}: ${source.errorMessage}`)
+    const [{ n }] = (await client.execute('SELECT count(*) AS n FROM records')).rows as unknown as { n: number }[]
+    rows = Number(n)
+    report(rows, elapsed)
+    return
+  }
+  report(rows, (performance.now() - started) / 1000)
+}
+
+/** The baseline: the same rows as JSON into a records-like table, 500 rows per INSERT, one batch per 1000. */
+async function bareInsert(client: Awaited<ReturnType<typeof openDatabase>>['client'], csv: string): Promise<number> {
+  const lines = csv.split('\n').filter(Boolean)
+  const header = lines[0].split(',')
+  const data = lines.slice(1).map((line) => {
+    const cells = line.split(',')
+    return JSON.stringify(Object.fromEntries(header.map((h, i) => [h, cells[i]])))
+  })
+  await client.execute(
+    'CREATE TABLE bare (id INTEGER PRIMARY KEY, tenant_id TEXT, panel_id INTEGER, data_source_id INTEGER, generation INTEGER, key TEXT, data TEXT, created_at TEXT, updated_at TEXT)',
+  )
+  await client.execute('CREATE UNIQUE INDEX bare_key ON bare (data_source_id, generation, key)')
+  const t0 = performance.now()
+  const now = new Date().toISOString()
+  for (let i = 0; i < data.length; i += 1000) {
+    const statements = []
+    for (let j = i; j < Math.min(i + 1000, data.length); j += 500) {
+      const chunk = data.slice(j, j + 500)
+      const args: (string | number)[] = []
+      for (let k = 0; k < chunk.length; k++) args.push('bench', 1, 1, 1, String(j + k), chunk[k], now, now)
+      statements.push({
+        sql: `INSERT INTO bare (tenant_id, panel_id, data_source_id, generation, key, data, created_at, updated_at) VALUES ${chunk.map(() => '(?,?,?,?,?,?,?,?)').join(',')}`,
+        args,
+      })
+    }
+    await client.batch(statements, 'write')
+  }
+  const seconds = (performance.now() - t0) / 1000
+  report(data.length, seconds)
+  process.exit(0)
+}
+
+function report(rows: number, seconds: number) {
+  const peakRssMiB = process.resourceUsage().maxRSS / 1024
+  console.log(JSON.stringify({ rows, seconds, peakRssMiB }))
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err)
+    process.exit(1)
+  },
+)

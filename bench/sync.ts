@@ -1,0 +1,97 @@
+/**
+ * `npm run bench:sync` (data-engine issue, item 6): one run measures, each case in its own process
+ * (bench/sync-case.ts) on a fresh libSQL file database in WAL mode:
+ *   - the bare baseline: a multi-row INSERT of the 100,000 CSV rows into the same kind of database;
+ *   - a 100,000-row, 10-column CSV file source synchronised through the service;
+ *   - a 1,000,000-row CSV (peak RSS must stay under 200 MB);
+ *   - 10,000 FHIR Patient resources served in Bundles of 100 by a loopback server in this process.
+ * Prints rows/s, peak RSS, and the ratio of each sync to the bare insert of the same run.
+ * BENCH_BIG_ROWS (1000000) and BENCH_FHIR (10000) tune the sizes.
+ */
+import { spawn } from 'node:child_process'
+import { createWriteStream, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { startFhirPatientServer } from './lib/fhir-patients.ts'
+
+const ROWS = 100_000
+const BIG_ROWS = Number(process.env.BENCH_BIG_ROWS ?? 1_000_000)
+const FHIR = Number(process.env.BENCH_FHIR ?? 10_000)
+const root = new URL('..', import.meta.url).pathname
+
+interface CaseResult {
+  rows: number
+  seconds: number
+  peakRssMiB: number
+}
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'panels-bench-sync-'))
+  const server = await startFhirPatientServer(FHIR)
+  try {
+    await writeCsv(join(dir, 'rows.csv'), ROWS)
+    await writeCsv(join(dir, 'big.csv'), BIG_ROWS)
+    const bare = await runCase('bare', dir, 'rows.csv')
+    const csv = await runCase('csv', dir, 'rows.csv')
+    const big = await runCase('csv', dir, 'big.csv')
+    const fhir = await runCase('fhir', dir, server.url)
+    const rate = (r: CaseResult) => r.rows / r.seconds
+    const line = (name: string, r: CaseResult, extra: string) =>
+      `| ${name} | ${r.rows.toLocaleString('en')} | ${r.seconds.toFixed(2)} | ${Math.round(rate(r)).toLocaleString('en')} | ${r.peakRssMiB.toFixed(0)} | ${extra} |`
+    console.log('\n| case | rows | seconds | rows/s | peak RSS MiB | ratio / target |')
+    console.log('|---|---|---|---|---|---|')
+    console.log(line('bare multi-row INSERT (baseline)', bare, '1'))
+    console.log(line('CSV file source, 10 columns', csv, verdict(rate(csv) / rate(bare), 0.4, 'of bare, target ≥ 0.40')))
+    console.log(line('CSV file source, big', big, big.peakRssMiB < 200 ? 'peak RSS < 200 MB: pass' : 'peak RSS ≥ 200 MB: FAIL'))
+    console.log(
+      line('FHIR Patients, pages of 100', fhir, rate(fhir) >= 10_000 ? 'target ≥ 10,000/s: pass' : 'target ≥ 10,000/s: FAIL'),
+    )
+  } finally {
+    await server.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+const verdict = (ratio: number, target: number, label: string) =>
+  `${ratio.toFixed(3)} ${label}: ${ratio >= target ? 'pass' : 'FAIL'}`
+
+/** A CSV of `rows` synthetic patients with 10 columns. */
+async function writeCsv(path: string, rows: number) {
+  const out = createWriteStream(path)
+  const write = (s: string) => (out.write(s) ? undefined : new Promise<void>((r) => out.once('drain', () => r())))
+  await write('id,family,given,gender,birthDate,city,postalCode,mrn,hba1c,lastVisit\n')
+  const families = ['Smith', 'Jones', 'Garcia', 'Müller', 'Rossi', 'Nguyen', 'Kowalski', "O'Brien"]
+  const cities = ['Leeds', 'Lyon', 'Porto', 'Gent', 'Bergen']
+  for (let i = 0; i < rows; i++) {
+    const line = `p${i},${families[i % 8]},Given${i % 997},${i % 2 ? 'female' : 'male'},19${40 + (i % 60)}-0${1 + (i % 9)}-1${i % 10},${cities[i % 5]},${10000 + (i % 89999)},MRN${1_000_000 + i},${(5 + (i % 70) / 10).toFixed(1)},2026-0${1 + (i % 9)}-2${i % 10}\n`
+    await write(line)
+  }
+  await new Promise<void>((resolve) => out.end(() => resolve()))
+}
+
+function runCase(kind: string, dir: string, target: string): Promise<CaseResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench/sync-case.ts'), kind, dir, target], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    let out = ''
+    child.stdout.on('data', (d) => {
+      out += d
+    })
+    child.on('exit', (code) => {
+      const last = out.trim().split('\n').at(-1) ?? ''
+      if (code !== 0) return reject(new Error(`${kind} case failed (exit ${code}): ${out}`))
+      try {
+        resolve(JSON.parse(last))
+      } catch {
+        reject(new Error(`${kind} case printed no result: ${out}`))
+      }
+    })
+  })
+}
+
+main().catch((err) => {
+  console.error(err)
+  process.exit(1)
+})
