@@ -38,6 +38,7 @@ interface SheetReader {
 export function cellValue(value: unknown): unknown {
   if (value === null || value === undefined) return null
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString()
+  if (typeof value === 'number') return Number.isFinite(value) ? value : null
   if (typeof value !== 'object') return value
   const v = value as Record<string, unknown>
   if (Array.isArray(v.richText)) return (v.richText as { text?: string }[]).map((r) => r.text ?? '').join('')

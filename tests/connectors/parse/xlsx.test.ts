@@ -1,0 +1,99 @@
+import ExcelJS from 'exceljs'
+import { describe, expect, it } from 'vitest'
+import { cellValue, xlsxBatches } from '../../../src/connectors/shared/parse/xlsx.ts'
+import { ConnectorError } from '../../../src/connectors/types.ts'
+import { chunked, collect, failure, utf8 } from './helpers.ts'
+
+async function workbook(build: (wb: ExcelJS.Workbook) => void): Promise<Uint8Array> {
+  const wb = new ExcelJS.Workbook()
+  build(wb)
+  return new Uint8Array(await wb.xlsx.writeBuffer())
+}
+
+const twoSheets = () =>
+  workbook((wb) => {
+    const first = wb.addWorksheet('Patients')
+    first.addRow(['Report of January'])
+    first.addRow([])
+    first.addRow(['id', 'born', 'score', 'label', 'site'])
+    first.addRow([
+      'p1',
+      new Date('1990-05-17T00:00:00Z'),
+      { formula: '2*3', result: 6 },
+      { richText: [{ text: 'very ' }, { font: { bold: true }, text: 'ill' }] },
+      { text: 'clinic', hyperlink: 'https://example.org' },
+    ])
+    first.addRow(['p2', null, { formula: '1/0', result: { error: '#DIV/0!' } }, 'ok', { error: '#N/A' }])
+    const second = wb.addWorksheet('Labs')
+    second.addRow(['code', 'value'])
+    second.addRow(['hb', 13.5])
+  })
+
+const read = async (bytes: Uint8Array, options: Parameters<typeof xlsxBatches>[1] = {}) =>
+  (await collect(xlsxBatches(chunked(bytes, 4096), options))).flat()
+
+describe('xlsxBatches', () => {
+  it('reads the first sheet by default, header after skipRows, cell values normalised', async () => {
+    expect(await read(await twoSheets(), { skipRows: 2 })).toEqual([
+      { id: 'p1', born: '1990-05-17T00:00:00.000Z', score: 6, label: 'very ill', site: 'clinic' },
+      // exceljs's stream reader reads a formula's error result as NaN: no value rather than a wrong one.
+      { id: 'p2', born: null, score: null, label: 'ok', site: '#N/A' },
+    ])
+  })
+
+  it('selects a sheet by sheetName or 0-based sheetIndex', async () => {
+    const bytes = await twoSheets()
+    expect(await read(bytes, { sheetName: 'Labs' })).toEqual([{ code: 'hb', value: 13.5 }])
+    expect(await read(bytes, { sheetIndex: 1 })).toEqual([{ code: 'hb', value: 13.5 }])
+  })
+
+  it('names columns column1..N without headers', async () => {
+    expect(await read(await twoSheets(), { sheetName: 'Labs', hasHeaders: false })).toEqual([
+      { column1: 'code', column2: 'value' },
+      { column1: 'hb', column2: 13.5 },
+    ])
+  })
+
+  it('names the sheets there are when the configured one is missing', async () => {
+    const err = await failure(xlsxBatches(chunked(await twoSheets(), 4096), { sheetName: 'Nope' }))
+    expect(err).toBeInstanceOf(ConnectorError)
+    expect(err.message).toBe("The workbook has no sheet named 'Nope'; its sheets are 'Patients', 'Labs'")
+  })
+
+  it('streams a workbook written by the streaming writer, in batches', async () => {
+    const chunks: Uint8Array[] = []
+    const { PassThrough } = await import('node:stream')
+    const out = new PassThrough()
+    out.on('data', (c: Uint8Array) => chunks.push(c))
+    const writer = new ExcelJS.stream.xlsx.WorkbookWriter({ stream: out, useSharedStrings: true })
+    const sheet = writer.addWorksheet('Big')
+    sheet.addRow(['n', 'label']).commit()
+    for (let i = 0; i < 2500; i++) sheet.addRow([i, `row ${i}`]).commit()
+    sheet.commit()
+    await writer.commit()
+    const bytes = new Uint8Array(Buffer.concat(chunks))
+    const batches = await collect(xlsxBatches(chunked(bytes, 8192), { batchSize: 1000 }))
+    expect(batches.map((b) => b.length)).toEqual([1000, 1000, 500])
+    expect(batches[2][499]).toEqual({ n: 2499, label: 'row 2499' })
+  })
+
+  it('refuses a file that is not a workbook, or a truncated one', async () => {
+    const notZip = await failure(xlsxBatches(chunked(utf8('id,name\n1,Ada\n'.repeat(20))), {}))
+    expect(notZip).toBeInstanceOf(ConnectorError)
+    expect(notZip.message).toMatch(/^The file is not a readable xlsx workbook/)
+    const bytes = await twoSheets()
+    const cut = await failure(xlsxBatches(chunked(bytes.subarray(0, Math.floor(bytes.length / 2)), 1024), {}))
+    expect(cut.message).toMatch(/^The file is not a readable xlsx workbook/)
+  })
+})
+
+describe('cellValue', () => {
+  it('turns exceljs cell values into JSON values', () => {
+    expect(cellValue(undefined)).toBeNull()
+    expect(cellValue(new Date('2026-01-02T03:04:05Z'))).toBe('2026-01-02T03:04:05.000Z')
+    expect(cellValue({ sharedFormula: 'A1', result: 'x' })).toBe('x')
+    expect(cellValue({ formula: 'A1' })).toBeNull()
+    expect(cellValue(true)).toBe(true)
+    expect(cellValue(Number.NaN)).toBeNull()
+  })
+})
