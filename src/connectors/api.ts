@@ -62,6 +62,7 @@ export default defineConnector<ApiConfig>({
     const auth = createAuthenticator(config.authentication, ctx, {
       retryAttempts: config.retryAttempts,
       retryDelayMs: config.retryDelay,
+      timeoutMs: config.timeout,
     })
     const client = createHttpClient(ctx, {
       label: 'API',

@@ -54,6 +54,7 @@ export default defineConnector<FhirConfig>({
     const auth = createAuthenticator(config.authentication, ctx, {
       retryAttempts: config.retryAttempts,
       retryDelayMs: config.retryDelay,
+      timeoutMs: config.timeout,
     })
     const client = createHttpClient(ctx, {
       label: 'FHIR server',

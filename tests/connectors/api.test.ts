@@ -138,10 +138,21 @@ describe('api connector: retries', () => {
 describe('api connector: service limits and user caps', () => {
   it('ends with a clear timeout error when the server hangs half-way', async () => {
     const started = Date.now()
-    await expect(
-      read({ apiEndpoint: `${base}/hang`, paginationStyle: 'page', timeout: 800 }, { signal: AbortSignal.timeout(800) }),
-    ).rejects.toThrow("API request for page 2 timed out after 800 ms (the source's timeout)")
+    await expect(read({ apiEndpoint: `${base}/hang`, paginationStyle: 'page', timeout: 800 })).rejects.toThrow(
+      "API request for page 2 timed out after 800 ms (the source's timeout)",
+    )
     expect(Date.now() - started).toBeLessThan(3000)
+  })
+
+  it("says so when the sync's own time limit or a cancel stops a request", async () => {
+    await expect(
+      read({ apiEndpoint: `${base}/hang`, paginationStyle: 'page' }, { signal: AbortSignal.timeout(500) }),
+    ).rejects.toThrow("API request for page 2 was stopped by the synchronisation's time limit")
+    const cancel = new AbortController()
+    setTimeout(() => cancel.abort(), 300)
+    await expect(read({ apiEndpoint: `${base}/hang`, paginationStyle: 'page' }, { signal: cancel.signal })).rejects.toThrow(
+      'API request for page 2 was cancelled',
+    )
   })
 
   it('counts response bytes across pages against the sync byte limit', async () => {

@@ -2,7 +2,7 @@ import { z } from 'zod'
 import type { ConnectorContext } from '../types.ts'
 import { ConnectorError } from '../types.ts'
 import { httpUrl } from './http-config.ts'
-import { errorExcerpt, networkFailure, readBodyLimited } from './request.ts'
+import { errorExcerpt, networkFailure, RequestTimeout, readBodyLimited, requestSignal } from './request.ts'
 import { parseRetryAfter, RETRY_STATUSES, RetryableError, withRetry } from './retry.ts'
 
 export const DEFAULT_API_KEY_HEADER = 'X-API-Key'
@@ -58,6 +58,8 @@ export interface Authenticator {
 export interface AuthOptions {
   retryAttempts: number
   retryDelayMs: number
+  /** The token request's own time limit (the source's `timeout`). */
+  timeoutMs: number
 }
 
 interface CachedToken {
@@ -179,22 +181,32 @@ async function requestToken(
   const label = 'OAuth2 token endpoint'
   const doc = await withRetry(
     async () => {
-      let res: Response
+      const request = requestSignal(ctx.signal, options.timeoutMs)
       try {
-        res = await ctx.fetch(tokenUrl, { method: 'POST', headers, body: form.toString(), signal: ctx.signal })
+        let res: Response
+        try {
+          res = await ctx.fetch(tokenUrl, { method: 'POST', headers, body: form.toString(), signal: request.signal })
+        } catch (err) {
+          throw networkFailure(err, ctx, label, tokenUrl)
+        }
+        if (!res.ok) {
+          const message = `${label} responded ${res.status}${res.statusText ? ` ${res.statusText}` : ''}${await errorExcerpt(res, secrets)}`
+          if (RETRY_STATUSES.has(res.status)) throw new RetryableError(message, parseRetryAfter(res.headers.get('retry-after')))
+          throw new ConnectorError(message)
+        }
+        const text = new TextDecoder().decode(await readBodyLimited(res, MAX_TOKEN_RESPONSE_BYTES, `${label} response`))
+        try {
+          return JSON.parse(text) as Record<string, unknown> | null
+        } catch {
+          throw new ConnectorError(`${label} answered something that is not JSON`)
+        }
       } catch (err) {
-        throw networkFailure(err, ctx, label, tokenUrl)
-      }
-      if (!res.ok) {
-        const message = `${label} responded ${res.status}${res.statusText ? ` ${res.statusText}` : ''}${await errorExcerpt(res, secrets)}`
-        if (RETRY_STATUSES.has(res.status)) throw new RetryableError(message, parseRetryAfter(res.headers.get('retry-after')))
-        throw new ConnectorError(message)
-      }
-      const text = new TextDecoder().decode(await readBodyLimited(res, MAX_TOKEN_RESPONSE_BYTES, `${label} response`))
-      try {
-        return JSON.parse(text) as Record<string, unknown> | null
-      } catch {
-        throw new ConnectorError(`${label} answered something that is not JSON`)
+        if (err instanceof RequestTimeout && !ctx.signal.aborted) {
+          throw new ConnectorError(`${label} request timed out after ${err.timeoutMs} ms (the source's timeout)`)
+        }
+        throw err
+      } finally {
+        request.clear()
       }
     },
     { attempts: options.retryAttempts, delayMs: options.retryDelayMs, signal: ctx.signal },

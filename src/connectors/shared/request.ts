@@ -11,6 +11,7 @@ const EXCERPT_CHARS = 200
 export interface HttpClientOptions {
   /** Names the remote side in messages: "API", "FHIR server". */
   label: string
+  /** Each request's limit (config `timeout`), until its body is read; see `createHttpClient`. */
   timeoutMs: number
   retryAttempts: number
   retryDelayMs: number
@@ -31,9 +32,30 @@ export interface HttpClient {
   failure(err: unknown, where?: string): ConnectorError
 }
 
+/** The abort reason of a request that ran past its own time limit (config `timeout`). */
+export class RequestTimeout extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`request timed out after ${timeoutMs} ms`)
+    this.name = 'RequestTimeout'
+  }
+}
+
+/** A signal that aborts with the sync's signal, or with a RequestTimeout after `timeoutMs`. */
+export function requestSignal(signal: AbortSignal, timeoutMs: number): { signal: AbortSignal; clear: () => void } {
+  const own = new AbortController()
+  const timer = setTimeout(() => own.abort(new RequestTimeout(timeoutMs)), timeoutMs)
+  return { signal: AbortSignal.any([signal, own.signal]), clear: () => clearTimeout(timer) }
+}
+
+/**
+ * The HTTP side of one sync of an `api` or `fhir` source. Each request has `timeoutMs` from
+ * sending it until its body has been read (a streamed CSV body: until its headers, then the
+ * sync's own limit applies); `ctx.signal` (the sync's limit, a cancel) stops everything.
+ */
 export function createHttpClient(ctx: ConnectorContext, options: HttpClientOptions): HttpClient {
   const { label, auth } = options
   const budget = { used: 0, max: ctx.limits.maxBytes }
+  const timers = new WeakMap<Response, () => void>()
   const overBudget = () =>
     new ConnectorError(`${label} responses exceed the limit of ${formatBytes(budget.max)} read in one synchronisation`)
 
@@ -41,18 +63,25 @@ export function createHttpClient(ctx: ConnectorContext, options: HttpClientOptio
     for (let refreshed = false; ; refreshed = true) {
       const headers = new Headers(init.headers)
       await auth.apply(headers)
+      const request = requestSignal(ctx.signal, options.timeoutMs)
       let res: Response
       try {
-        res = await ctx.fetch(url, { ...init, headers, signal: ctx.signal })
+        res = await ctx.fetch(url, { ...init, headers, signal: request.signal })
       } catch (err) {
+        request.clear()
         throw networkFailure(err, ctx, label, url)
       }
-      if (res.ok) return res
+      if (res.ok) {
+        timers.set(res, request.clear)
+        return res
+      }
       if (res.status === 401 && !refreshed && (await auth.invalidate())) {
+        request.clear()
         await res.body?.cancel().catch(() => {})
         continue
       }
       const body = await readErrorBody(res)
+      request.clear()
       const status = `${label} responded ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`
       const custom = options.describeFailure?.(res, body)
       const message = redact(custom ?? `${status}${excerptOf(body)}`, auth.secrets)
@@ -73,15 +102,20 @@ export function createHttpClient(ctx: ConnectorContext, options: HttpClientOptio
 
     async readBody(res) {
       const remaining = budget.max - budget.used
-      const bytes =
-        remaining < MAX_RESPONSE_BYTES
-          ? await readBodyLimited(res, remaining, label, overBudget)
-          : await readBodyLimited(res, MAX_RESPONSE_BYTES, `${label} response`)
-      budget.used += bytes.byteLength
-      return bytes
+      try {
+        const bytes =
+          remaining < MAX_RESPONSE_BYTES
+            ? await readBodyLimited(res, remaining, label, overBudget)
+            : await readBodyLimited(res, MAX_RESPONSE_BYTES, `${label} response`)
+        budget.used += bytes.byteLength
+        return bytes
+      } finally {
+        timers.get(res)?.()
+      }
     },
 
     stream(res) {
+      timers.get(res)?.()
       const declared = Number(res.headers.get('content-length') ?? Number.NaN)
       if (declared > budget.max - budget.used) {
         res.body?.cancel().catch(() => {})
@@ -100,11 +134,12 @@ export function createHttpClient(ctx: ConnectorContext, options: HttpClientOptio
     failure(err, where) {
       if (err instanceof ConnectorError) return err
       const request = `${label} request${where ? ` for ${where}` : ''}`
+      if (err instanceof RequestTimeout && !ctx.signal.aborted) {
+        return new ConnectorError(`${request} timed out after ${err.timeoutMs} ms (the source's timeout)`)
+      }
       if (!ctx.signal.aborted) return new ConnectorError(redact(`${request} failed: ${reasonOf(err)}`, auth.secrets))
       const reason = ctx.signal.reason as { name?: string } | undefined
-      if (reason?.name === 'TimeoutError') {
-        return new ConnectorError(`${request} timed out after ${options.timeoutMs} ms (the source's timeout)`)
-      }
+      if (reason?.name === 'TimeoutError') return new ConnectorError(`${request} was stopped by the synchronisation's time limit`)
       return new ConnectorError(`${request} was cancelled`)
     },
   }
@@ -115,7 +150,7 @@ export function createHttpClient(ctx: ConnectorContext, options: HttpClientOptio
  * is, for `HttpClient.failure` to name (timeout or cancel).
  */
 export function networkFailure(err: unknown, ctx: ConnectorContext, label: string, url: string | URL): unknown {
-  if (err instanceof ConnectorError || ctx.signal.aborted) return err
+  if (err instanceof ConnectorError || err instanceof RequestTimeout || ctx.signal.aborted) return err
   return new RetryableError(`${label} request to ${new URL(String(url)).origin} failed: ${reasonOf(err)}`)
 }
 
