@@ -26,11 +26,14 @@ export const FhirConfig = z
     keyField: z.string().min(1).optional(),
   })
   .passthrough()
-  .superRefine((c, ctx) => {
-    if (!c.resourceType && !c.resourceTypes) {
-      ctx.addIssue({ code: 'custom', path: ['resourceType'], message: 'required (or resourceTypes, a list of them)' })
-    }
-  })
+  .superRefine(
+    (c, ctx) => {
+      if (!c.resourceType && !c.resourceTypes) {
+        ctx.addIssue({ code: 'custom', path: ['resourceType'], message: 'required (or resourceTypes, a list of them)' })
+      }
+    },
+    { when: ({ value }) => typeof value === 'object' && value !== null },
+  ) // named even beside other bad fields
 
 export type FhirConfig = z.infer<typeof FhirConfig>
 

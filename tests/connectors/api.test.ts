@@ -183,7 +183,7 @@ describe('api config', () => {
     const r = ApiConfig.safeParse({
       apiEndpoint: 'ftp://x',
       method: 'DELETE',
-      authentication: { type: 'oauth2', clientId: 'c' },
+      authentication: { type: 'oauth2', clientId: 5, tokenUrl: 'nope' },
       paginationStyle: 'scroll',
       pageSize: 0,
       maxPages: -1,
@@ -197,6 +197,7 @@ describe('api config', () => {
     expect(r.success).toBe(false)
     expect(r.error?.issues.map((i) => i.path.join('.')).sort()).toEqual([
       'apiEndpoint',
+      'authentication.clientId',
       'authentication.clientSecret',
       'authentication.tokenUrl',
       'cursorPath',

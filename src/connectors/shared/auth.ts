@@ -10,10 +10,15 @@ export const DEFAULT_API_KEY_HEADER = 'X-API-Key'
 export const MAX_REFRESH_MARGIN_MS = 30_000
 const MAX_TOKEN_RESPONSE_BYTES = 64 * 1024
 
-/** `authentication` of an `api` or `fhir` source (spec §2.3 API authentication). */
+const AUTH_TYPES = ['bearer', 'basic', 'api-key', 'oauth2'] as const
+
+/**
+ * `authentication` of an `api` or `fhir` source (spec §2.3 API authentication). Missing
+ * credentials are named even when other fields are bad too (`when`).
+ */
 export const Authentication = z
   .object({
-    type: z.enum(['bearer', 'basic', 'api-key', 'oauth2']),
+    type: z.enum(AUTH_TYPES),
     token: z.string().optional(),
     username: z.string().optional(),
     password: z.string().optional(),
@@ -30,15 +35,18 @@ export const Authentication = z
     tokenAuthMethod: z.enum(['client_secret_basic', 'client_secret_post']).optional(),
   })
   .passthrough()
-  .superRefine((a, ctx) => {
-    const need = (field: keyof typeof a) => {
-      if (!a[field]) ctx.addIssue({ code: 'custom', path: [field], message: `required for ${a.type} authentication` })
-    }
-    if (a.type === 'bearer') need('token')
-    if (a.type === 'basic') need('username')
-    if (a.type === 'api-key') need('apiKey')
-    if (a.type === 'oauth2') for (const f of ['clientId', 'clientSecret', 'tokenUrl'] as const) need(f)
-  })
+  .superRefine(
+    (a, ctx) => {
+      const need = (field: keyof typeof a) => {
+        if (!a[field]) ctx.addIssue({ code: 'custom', path: [field], message: `required for ${a.type} authentication` })
+      }
+      if (a.type === 'bearer') need('token')
+      if (a.type === 'basic') need('username')
+      if (a.type === 'api-key') need('apiKey')
+      if (a.type === 'oauth2') for (const f of ['clientId', 'clientSecret', 'tokenUrl'] as const) need(f)
+    },
+    { when: ({ value }) => AUTH_TYPES.includes((value as { type?: never } | null)?.type as never) },
+  )
 
 export type Authentication = z.infer<typeof Authentication>
 
