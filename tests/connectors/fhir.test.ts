@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import fhir, { FhirConfig, outcomeText, searchUrl } from '../../src/connectors/fhir.ts'
+import { createGuardedFetch } from '../../src/connectors/shared/guarded-fetch.ts'
+import type { ConnectorContext } from '../../src/connectors/types.ts'
 import { readAllBatches } from '../helpers/connectors.ts'
 import { observations, patients, startFhirServer } from '../helpers/fhir-server.ts'
 
@@ -13,9 +15,9 @@ beforeEach(() => {
   Object.assign(fx.state, { token: undefined, nextOrigin: undefined, unavailable: 0, outcomeWith200: false, notABundle: false })
 })
 
-async function read(config: Record<string, unknown>) {
+async function read(config: Record<string, unknown>, overrides: Partial<ConnectorContext> = {}) {
   const before = fx.server.requests.length
-  const result = await readAllBatches(fhir, { baseUrl: fx.baseUrl, ...config })
+  const result = await readAllBatches(fhir, { baseUrl: fx.baseUrl, ...config }, overrides)
   return { ...result, urls: fx.server.requests.slice(before).map((r) => r.url) }
 }
 
@@ -118,6 +120,22 @@ describe('fhir connector: failures', () => {
     await expect(read({ resourceType: 'Patient', pageSize: 10 })).rejects.toThrow(
       /The FHIR server's next link for Patient points to another origin \(http:\/\/localhost:\d+\); only http:\/\/127\.0\.0\.1:\d+ is followed/,
     )
+  })
+})
+
+describe('fhir connector: safety', () => {
+  it('counts the Bundles against the sync byte limit', async () => {
+    await expect(
+      read({ resourceType: 'Patient', pageSize: 10 }, { limits: { maxBytes: 20_000, maxRecords: 1000 } }),
+    ).rejects.toThrow('FHIR server responses exceed the limit of 20000 bytes read in one synchronisation')
+  })
+
+  it('is refused a loopback server when private networks are not allowed', async () => {
+    const before = fx.server.requests.length
+    await expect(
+      read({ resourceType: 'Patient' }, { fetch: createGuardedFetch({ fetch, allowPrivate: false }) }),
+    ).rejects.toThrow(/Refusing to connect to 127\.0\.0\.1: it is a loopback address/)
+    expect(fx.server.requests.length).toBe(before)
   })
 })
 
