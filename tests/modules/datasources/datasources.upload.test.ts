@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { and, eq } from 'drizzle-orm'
@@ -7,7 +7,7 @@ import { changes } from '../../../src/db/schema.ts'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { tokenFor } from '../../helpers/auth.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
-import { createPanel, createSource, currentRecords } from './fixtures.ts'
+import { createPanel, createSource, currentRecords, runsOf, waitFor } from './fixtures.ts'
 
 const roots: string[] = []
 let root: string
@@ -140,6 +140,21 @@ describe('PUT /api/datasources/{id}/file', () => {
       message: expect.stringMatching(/'\.txt' is not in allowedExtensions/),
     })
   })
+
+  it('answers 409 while a sync of the source runs, writing nothing', async () => {
+    const lines = ['id,v']
+    for (let i = 0; i < 50_000; i++) lines.push(`${i},value ${i}`)
+    await writeFile(join(root, 'big.csv'), lines.join('\n'))
+    const created = await createSource(alice, panelId, { filePath: 'big.csv' }, 'csv')
+    const id = created.body.id as number
+    const started = await alice.post(`/api/datasources/${id}/sync?async=true`, {})
+    expect(started.status).toBe(202)
+    const res = await upload(id, CSV, { query: '?filename=a.csv' })
+    expect(res.status).toBe(409)
+    expect(res.body.details).toMatchObject({ id: started.body.id, status: 'syncing' })
+    await waitFor(async () => ((await runsOf(t, id)).every((r) => r.status !== 'syncing') ? true : undefined), 30_000)
+    expect((await storedFiles()).sort()).toEqual(['big.csv'])
+  }, 40_000)
 
   it('stores a malformed file and answers the failed sync with its reason', async () => {
     const id = await emptySource()
