@@ -16,7 +16,7 @@ import { createLogger } from '../src/lib/logger.ts'
 import { createDataSource } from '../src/modules/datasources/datasources.service.ts'
 import { createPanel } from '../src/modules/panels/panels.service.ts'
 import { nodeFileStore } from '../src/runtime/node-files.ts'
-import { openDatabase } from '../src/runtime/node-primitives.ts'
+import { openDatabase, sha256Hex } from '../src/runtime/node-primitives.ts'
 
 const [kind, dir, target] = process.argv.slice(2)
 
@@ -39,6 +39,7 @@ async function main() {
       db,
       storage: createStorage({ driver: memoryDriver() }),
       files: nodeFileStore(dir),
+      sha256Hex,
       log: createLogger('warn'),
     })
     const ctx: ServiceContext = {
