@@ -1,49 +1,28 @@
 /**
- * Column references of formulas (FORMULAS.md "Syntax", "Dependencies and cycles", "Errors"): pure
- * code, no Hono, no drizzle. This is the seam the full lexer/parser/type checker replaces later;
- * what it reports now is only what a scan can tell honestly: unterminated `{` references and text
- * literals, unbalanced parentheses, an empty formula, unknown columns and bare words, and cycles.
+ * Column references of formulas (FORMULAS.md "Syntax", "Dependencies and cycles"): extraction,
+ * rewriting on rename, closest-name suggestions, cycle search and the check of a sent
+ * `dependencies` list. Built on the lexer, so text literals and escapes are honoured exactly.
  */
-
-export type ExpressionErrorType = 'syntax' | 'reference' | 'type' | 'circular'
-
-/** spec §2.8 ExpressionError; `position` is the 0-based character offset in the formula. */
-export interface ExpressionError {
-  type: ExpressionErrorType
-  message: string
-  position?: number
-  suggestion?: string
-}
+import type { ExpressionError } from './errors.ts'
+import { lex } from './lexer.ts'
 
 export interface Reference {
   name: string
   position: number
 }
 
-/** A column the formula may refer to. `formula` (calculated columns) gives its own references. */
-export interface FormulaColumn {
-  name: string
-  type?: string
-  formula?: string | null
-}
-
-export interface AnalyzeOptions {
-  /** The other columns of the panel (not the one whose formula is analysed). */
-  columns: readonly FormulaColumn[]
-  /** The name of the column that holds the formula: referring back to it is circular. */
-  selfName?: string
-}
-
-export interface FormulaAnalysis {
-  /** Distinct names of the `{…}` references, in order of first appearance. */
-  references: string[]
-  /** Every problem found, not only the first. */
-  errors: ExpressionError[]
-}
-
 /** Every `{Column Name}` reference outside text literals, with its offset. */
 export function extractReferences(formula: string): Reference[] {
-  return scan(formula).refs.map(({ name, position }) => ({ name, position }))
+  return lex(formula)
+    .tokens.filter((t) => t.kind === 'ref' && !t.broken)
+    .map((t) => ({ name: t.value, position: t.pos }))
+}
+
+/** Source paths (`Patient.birthDate`) the formula reads, distinct, in order of appearance. */
+export function extractSourcePaths(formula: string): string[] {
+  const { tokens } = lex(formula)
+  const paths = tokens.filter((t, i) => t.kind === 'ident' && t.dotted && tokens[i + 1].kind !== '(').map((t) => t.value)
+  return [...new Set(paths)]
 }
 
 /** `{name}` as written in a formula, escaping `\` and `}`. */
@@ -53,10 +32,10 @@ export const formatReference = (name: string) => `{${name.replace(/\\/g, '\\\\')
 export function renameReference(formula: string, from: string, to: string): string {
   let out = ''
   let last = 0
-  for (const ref of scan(formula).refs) {
-    if (ref.name !== from) continue
-    out += formula.slice(last, ref.position) + formatReference(to)
-    last = ref.end
+  for (const t of lex(formula).tokens) {
+    if (t.kind !== 'ref' || t.broken || t.value !== from) continue
+    out += formula.slice(last, t.pos) + formatReference(to)
+    last = t.end
   }
   return out + formula.slice(last)
 }
@@ -110,188 +89,53 @@ export function findCycle(graph: ReadonlyMap<string, readonly string[]>): string
   return null
 }
 
-/**
- * Checks a formula against the columns of its panel (FORMULAS.md "Dependencies and cycles"):
- * syntax the scan can see, references to unknown columns (with the closest name as suggestion),
- * bare words (a column name needs braces), and cycles through calculated columns.
- */
-export function analyzeFormula(formula: string, options: AnalyzeOptions): FormulaAnalysis {
-  const { refs, words, errors } = scan(formula)
-  const names = options.columns.map((c) => c.name)
-  const known = new Set(names)
-  const self = options.selfName
-  const suggestion = (name: string) => {
-    const close = suggestClosest(name, names)
-    return close === undefined ? {} : { suggestion: `did you mean ${formatReference(close)}?` }
-  }
-  if (formula.trim() === '') errors.push({ type: 'syntax', message: 'Formula is empty', position: 0 })
-  for (const ref of refs) {
-    if (ref.name === self || known.has(ref.name)) continue
-    errors.push({
-      type: 'reference',
-      message: `Unknown column ${formatReference(ref.name)}`,
-      position: ref.position,
-      ...suggestion(ref.name),
-    })
-  }
-  for (const word of words) {
-    errors.push({
-      type: 'reference',
-      message: `Unknown name "${word.word}": column references are written in braces, e.g. ${formatReference(word.word)}`,
-      position: word.position,
-      ...suggestion(word.word),
-    })
-  }
-  const references = [...new Set(refs.map((r) => r.name))]
-  if (self !== undefined) {
-    const graph = new Map<string, string[]>([[self, references.filter((r) => r === self || known.has(r))]])
-    for (const column of options.columns) {
-      if (column.formula && !graph.has(column.name))
-        graph.set(column.name, [...new Set(extractReferences(column.formula).map((r) => r.name))])
-    }
-    const cycle = findCycle(graph)
-    if (cycle) {
-      const first = refs.find((r) => r.name === cycle[1])
-      errors.push({
-        type: 'circular',
-        message: `Circular reference: ${cycle.map(formatReference).join(' → ')}`,
-        ...(first ? { position: first.position } : {}),
-      })
-    }
-  }
-  errors.sort((a, b) => (a.position ?? 0) - (b.position ?? 0))
-  return { references, errors }
+/** The exact difference between the derived dependencies and a sent list (order free). */
+export function dependencyDifference(
+  derived: readonly string[],
+  sent: readonly string[],
+): { missing: string[]; extra: string[] } {
+  const listed = new Set(sent)
+  const wanted = new Set(derived)
+  return { missing: derived.filter((d) => !listed.has(d)), extra: [...listed].filter((d) => !wanted.has(d)) }
 }
 
 /**
  * A `dependencies` list sent with a formula (FORMULAS.md "Dependencies and cycles"): it must name
- * every referenced column and no column the formula does not reference; other entries (source
- * paths such as `Patient.birthDate`) are allowed. One error per problem, naming the columns.
+ * every referenced column and every source path the formula reads, and no column the formula
+ * does not reference. Extra entries that name no column are accepted as declared source-record
+ * dependencies (e.g. paths read inside FHIRPATH("...")). One error per problem, naming them.
  */
 export function checkDependencies(
   references: readonly string[],
   dependencies: readonly string[],
   columnNames: ReadonlySet<string>,
+  sourcePaths: readonly string[] = [],
 ): ExpressionError[] {
-  const listed = new Set(dependencies)
-  const missing = references.filter((r) => !listed.has(r))
-  const extra = [...listed].filter((d) => columnNames.has(d) && !references.includes(d))
+  const { missing, extra } = dependencyDifference([...references, ...sourcePaths], dependencies)
+  const missingColumns = missing.filter((m) => references.includes(m))
+  const missingPaths = missing.filter((m) => !references.includes(m))
+  const extraColumns = extra.filter((d) => columnNames.has(d))
   const errors: ExpressionError[] = []
   const names = (list: string[]) => list.map(formatReference).join(', ')
-  if (missing.length > 0) {
+  if (missingColumns.length > 0) {
     errors.push({
       type: 'reference',
-      message: `dependencies must list every column the formula references; missing: ${names(missing)}`,
+      message: `dependencies must list every column the formula references; missing: ${names(missingColumns)}`,
     })
   }
-  if (extra.length > 0) {
-    errors.push({ type: 'reference', message: `dependencies name columns the formula does not reference: ${names(extra)}` })
+  if (missingPaths.length > 0) {
+    errors.push({
+      type: 'reference',
+      message: `dependencies must list every source path the formula reads; missing: ${missingPaths.join(', ')}`,
+    })
+  }
+  if (extraColumns.length > 0) {
+    errors.push({
+      type: 'reference',
+      message: `dependencies name columns the formula does not reference: ${names(extraColumns)}`,
+    })
   }
   return errors
-}
-
-// --- Internal helpers ---
-
-interface RefToken extends Reference {
-  /** Offset just past the closing `}`. */
-  end: number
-}
-
-interface BareWord {
-  word: string
-  position: number
-}
-
-const isDigit = (ch: string | undefined) => ch !== undefined && ch >= '0' && ch <= '9'
-const isIdentStart = (ch: string | undefined) => ch !== undefined && /[A-Za-z_]/.test(ch)
-const isIdentPart = (ch: string | undefined) => ch !== undefined && /[A-Za-z0-9_]/.test(ch)
-const LITERAL_WORDS = new Set(['TRUE', 'FALSE'])
-
-/**
- * One pass over the formula: references, bare words (a single identifier that is not a function
- * call, TRUE/FALSE or part of a dotted source path), and the syntax errors a scan can see.
- */
-function scan(formula: string): { refs: RefToken[]; words: BareWord[]; errors: ExpressionError[] } {
-  const refs: RefToken[] = []
-  const words: BareWord[] = []
-  const errors: ExpressionError[] = []
-  const open: number[] = []
-  const n = formula.length
-  let i = 0
-  scanning: while (i < n) {
-    const ch = formula[i]
-    if (ch === '{') {
-      const start = i++
-      let name = ''
-      for (;;) {
-        if (i >= n) {
-          errors.push({ type: 'syntax', message: 'Unterminated column reference: missing }', position: start })
-          break scanning
-        }
-        const c = formula[i]
-        if (c === '\\' && (formula[i + 1] === '}' || formula[i + 1] === '\\')) {
-          name += formula[i + 1]
-          i += 2
-        } else if (c === '}') {
-          i++
-          break
-        } else {
-          name += c
-          i++
-        }
-      }
-      refs.push({ name, position: start, end: i })
-    } else if (ch === '"' || ch === "'") {
-      const start = i++
-      for (;;) {
-        if (i >= n) {
-          errors.push({ type: 'syntax', message: `Unterminated text literal: missing ${ch}`, position: start })
-          break scanning
-        }
-        if (formula[i] === '\\') i += 2
-        else if (formula[i++] === ch) break
-      }
-    } else if (ch === '(') {
-      open.push(i++)
-    } else if (ch === ')') {
-      if (open.pop() === undefined) errors.push({ type: 'syntax', message: 'Unexpected ) without a matching (', position: i })
-      i++
-    } else if (isDigit(ch) || (ch === '.' && isDigit(formula[i + 1]))) {
-      i = skipNumber(formula, i)
-    } else if (isIdentStart(ch)) {
-      const start = i
-      while (isIdentPart(formula[i])) i++
-      let dotted = formula[start - 1] === '.'
-      while (formula[i] === '.' && isIdentStart(formula[i + 1])) {
-        dotted = true
-        i++
-        while (isIdentPart(formula[i])) i++
-      }
-      const word = formula.slice(start, i)
-      let j = i
-      while (j < n && /\s/.test(formula[j])) j++
-      const call = formula[j] === '('
-      if (!dotted && !call && !LITERAL_WORDS.has(word.toUpperCase())) words.push({ word, position: start })
-    } else {
-      i++
-    }
-  }
-  for (const position of open) errors.push({ type: 'syntax', message: 'Unclosed (: missing )', position })
-  return { refs, words, errors }
-}
-
-/** Skips `12`, `3.5`, `.5`, `1e-3`; returns the offset after the number. */
-function skipNumber(s: string, i: number): number {
-  while (isDigit(s[i])) i++
-  if (s[i] === '.') {
-    i++
-    while (isDigit(s[i])) i++
-  }
-  if ((s[i] === 'e' || s[i] === 'E') && (isDigit(s[i + 1]) || ((s[i + 1] === '+' || s[i + 1] === '-') && isDigit(s[i + 2])))) {
-    i += 2
-    while (isDigit(s[i])) i++
-  }
-  return i
 }
 
 function levenshtein(a: string, b: string): number {

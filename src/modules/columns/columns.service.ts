@@ -274,19 +274,21 @@ const renamedIn = (row: ColumnRow, from: string, to: string): Rewrite['patch'] =
 
 /**
  * Runs the formula checks (one FORMULA_ERROR with every problem) and returns the dependencies to
- * store: the list sent, deduplicated, or the derived references when none was sent.
+ * store: the list sent, deduplicated, or the derived ones (columns, then source paths) when none was sent.
  */
 function checkFormula(formula: string, dependencies: string[] | undefined, name: string, others: ColumnRow[]): string[] {
-  const { references, errors } = analyzeFormula(formula, { columns: others, selfName: name })
+  const analysis = analyzeFormula(formula, { columns: others, selfName: name })
+  const errors = [...analysis.errors]
   if (dependencies !== undefined) {
-    errors.push(...checkDependencies(references, dependencies, new Set([name, ...others.map((c) => c.name)])))
+    const names = new Set([name, ...others.map((c) => c.name)])
+    errors.push(...checkDependencies(analysis.references, dependencies, names, analysis.sourcePaths))
   }
   if (errors.length > 0) {
     const shown = errors.slice(0, 5).map((e) => e.message)
     if (errors.length > 5) shown.push(`and ${errors.length - 5} more`)
     throw formulaError(errors, `Formula is invalid: ${shown.join('; ')}`)
   }
-  return dependencies === undefined ? references : [...new Set(dependencies)]
+  return dependencies === undefined ? analysis.dependencies : [...new Set(dependencies)]
 }
 
 /** 400 for fields of the other kind: a base column has no formula, a calculated one no source. */

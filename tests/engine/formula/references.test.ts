@@ -99,12 +99,12 @@ describe('findCycle', () => {
 describe('analyzeFormula', () => {
   it('accepts a valid formula and lists its distinct references in order', () => {
     const res = analyzeFormula('IF({Age} > 65, {Age} * 2, {Weight})', { columns: cols('Age', 'Weight'), selfName: 'Score' })
-    expect(res).toEqual({ references: ['Age', 'Weight'], errors: [] })
+    expect(res).toMatchObject({ references: ['Age', 'Weight'], dependencies: ['Age', 'Weight'], errors: [] })
   })
 
   it('accepts source paths, function calls, numbers and booleans without claiming references', () => {
     const res = analyzeFormula("DATEDIFF('year', Patient.birthDate, NOW()) + 1e-3 + .5 + TRUE + false", { columns: [] })
-    expect(res).toEqual({ references: [], errors: [] })
+    expect(res).toMatchObject({ references: [], sourcePaths: ['Patient.birthDate'], errors: [], returnType: 'number' })
   })
 
   it('reports an unknown column with a suggestion and its position', () => {
