@@ -6,11 +6,13 @@
 import type { ValueType } from './ast.ts'
 import { conversionFunctions } from './functions/conversion.ts'
 import { dateFunctions } from './functions/date.ts'
+import { calendarFunctions } from './functions/date-calendar.ts'
 import { logicalFunctions } from './functions/logical.ts'
 import { lookupFunctions } from './functions/lookup.ts'
 import { mathFunctions } from './functions/math.ts'
 import { statisticalFunctions } from './functions/statistical.ts'
 import { textFunctions } from './functions/text.ts'
+import { regexFunctions } from './functions/text-regex.ts'
 import { type Category, type FunctionDef, syntaxOf } from './functions/types.ts'
 import type { Value } from './values.ts'
 
@@ -19,8 +21,10 @@ export { CATEGORIES } from './functions/types.ts'
 
 const ALL: readonly FunctionDef[] = [
   ...textFunctions,
+  ...regexFunctions,
   ...mathFunctions,
   ...dateFunctions,
+  ...calendarFunctions,
   ...logicalFunctions,
   ...lookupFunctions,
   ...statisticalFunctions,

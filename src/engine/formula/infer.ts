@@ -118,7 +118,7 @@ export class TypeChecker {
             : `${def.min} to ${def.max}`
       this.errors.push({
         type: 'syntax',
-        message: `${def.name} takes ${range} argument${range === '1' ? '' : 's'}, got ${n}`,
+        message: `${def.name} takes ${range} argument${/(^| )1$/.test(range) ? '' : 's'}, got ${n}`,
         position: node.pos,
       })
       return 'any'

@@ -41,7 +41,7 @@ export function renameReference(formula: string, from: string, to: string): stri
 }
 
 /**
- * The closest candidate to `name` by Levenshtein distance, ignoring case; undefined when none is
+ * The closest candidate to `name` by edit distance (a swap of two neighbours is one edit), ignoring case; undefined when none is
  * within about a third of the longer name's length (at least 1 edit).
  */
 export function suggestClosest(name: string, candidates: Iterable<string>): string | undefined {
@@ -138,15 +138,17 @@ export function checkDependencies(
   return errors
 }
 
+/** Edit distance counting an adjacent transposition as one edit (optimal string alignment). */
 function levenshtein(a: string, b: string): number {
   if (a === b) return 0
-  let prev = Array.from({ length: b.length + 1 }, (_, k) => k)
+  const rows: number[][] = [Array.from({ length: b.length + 1 }, (_, k) => k)]
   for (let x = 1; x <= a.length; x++) {
     const cur = [x]
     for (let y = 1; y <= b.length; y++) {
-      cur[y] = Math.min(prev[y] + 1, cur[y - 1] + 1, prev[y - 1] + (a[x - 1] === b[y - 1] ? 0 : 1))
+      cur[y] = Math.min(rows[x - 1][y] + 1, cur[y - 1] + 1, rows[x - 1][y - 1] + (a[x - 1] === b[y - 1] ? 0 : 1))
+      if (x > 1 && y > 1 && a[x - 1] === b[y - 2] && a[x - 2] === b[y - 1]) cur[y] = Math.min(cur[y], rows[x - 2][y - 2] + 1)
     }
-    prev = cur
+    rows.push(cur)
   }
-  return prev[b.length]
+  return rows[a.length][b.length]
 }
