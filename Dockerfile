@@ -11,16 +11,17 @@ RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build
 
-# --- runtime: production dependencies (native libSQL client, ioredis), the bundle and migrations -----
+# --- runtime: the bundle, its one dependency outside the bundle (native libSQL) and the migrations ----
+# dist/package.json and dist/package-lock.json are written by the build: @libsql/client and its
+# dependencies only, cut from the project's lockfile (scripts/build.ts), so the image stays small.
 FROM node:22-slim AS runtime
 ENV NODE_ENV=production \
     PORT=3001 \
     DATABASE_URL=file:/app/data/panels.db \
     FILES_DIR=/app/data/files
 WORKDIR /app
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
+RUN cd dist && npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY migrations ./migrations
 RUN mkdir -p /app/data/files && chown -R node:node /app/data
 USER node

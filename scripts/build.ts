@@ -1,33 +1,116 @@
 /**
  * `npm run build`: bundles the Node entry into one ESM file, `dist/runtime/node.js`, so the service
- * runs with plain `node` (no tsx, no TypeScript sources). Only the libSQL client (native binary)
- * and ioredis (loaded lazily by the Redis cache driver) stay external; both are in node_modules.
- * Migrations are read at run time from `<repo>/migrations` (src/runtime/migrate.ts resolves
- * `../../migrations` from the bundle's own URL, which is the same folder from src/ and dist/).
+ * runs with plain `node` (no tsx, no TypeScript sources). Everything is bundled except the libSQL
+ * client, whose native binary cannot be: the build writes `dist/package.json` and a
+ * `dist/package-lock.json` cut from the project's lockfile with exactly that package and its
+ * dependencies, so `npm ci --omit=dev` in `dist/` installs the bundle's only runtime dependency
+ * (the container does this). Migrations are read at run time from `<root>/migrations`
+ * (src/runtime/migrate.ts resolves `../../migrations` from the bundle's URL, the same from src/).
  */
-import { rmSync } from 'node:fs'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { builtinModules } from 'node:module'
 import { build } from 'esbuild'
 
-const outfile = 'dist/runtime/node.js'
-rmSync('dist', { recursive: true, force: true })
+/** The packages left outside the bundle: native code. */
+export const EXTERNAL_PACKAGES = ['@libsql/client']
 
-const result = await build({
-  entryPoints: ['src/runtime/node.ts'],
-  outfile,
-  bundle: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
-  sourcemap: true,
-  legalComments: 'none',
-  external: ['@libsql/client', '@libsql/*', 'libsql', 'ioredis'],
-  // Bundled CommonJS dependencies may call require() for Node built-ins; give the ESM bundle one.
-  banner: {
-    js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
-  },
-  metafile: true,
-  logLevel: 'warning',
-})
+type LockEntry = {
+  version: string
+  dependencies?: Record<string, string>
+  optionalDependencies?: Record<string, string>
+  peerDependencies?: Record<string, string>
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>
+  [key: string]: unknown
+}
 
-const bytes = Object.values(result.metafile.outputs).reduce((n, o) => n + o.bytes, 0)
-console.log(`built ${outfile} (${(bytes / 1024).toFixed(0)} KiB with source map)`)
+/**
+ * The lockfile entries of `roots` and everything they depend on, resolved the way Node resolves
+ * them (a nested `node_modules` first, then the parents'). Dev flags are dropped: these are the
+ * bundle's production dependencies.
+ */
+export function lockSubset(packages: Record<string, LockEntry>, roots: string[]): Record<string, LockEntry> {
+  const out: Record<string, LockEntry> = {}
+  const resolve = (from: string, name: string) => {
+    for (let base = from; ; base = base.slice(0, Math.max(0, base.lastIndexOf('/node_modules/')))) {
+      const candidate = `${base ? `${base}/` : ''}node_modules/${name}`
+      if (packages[candidate]) return candidate
+      if (!base) return undefined
+    }
+  }
+  const visit = (path: string) => {
+    if (out[path]) return
+    const { dev: _dev, devOptional: _devOptional, ...entry } = packages[path]
+    out[path] = entry as LockEntry
+    const optionalPeers = Object.entries(entry.peerDependenciesMeta ?? {}).filter(([, m]) => m.optional)
+    const wanted = {
+      ...entry.dependencies,
+      ...entry.optionalDependencies,
+      ...Object.fromEntries(Object.entries(entry.peerDependencies ?? {}).filter(([n]) => !optionalPeers.some(([p]) => p === n))),
+    }
+    for (const name of Object.keys(wanted)) {
+      const found = resolve(path, name)
+      if (found) visit(found)
+      else if (!entry.optionalDependencies?.[name]) throw new Error(`${path} needs ${name}, which the lockfile does not hold`)
+    }
+  }
+  for (const root of roots) {
+    if (!packages[`node_modules/${root}`]) throw new Error(`${root} is not in package-lock.json`)
+    visit(`node_modules/${root}`)
+  }
+  return out
+}
+
+/** `dist/package.json` and `dist/package-lock.json`: the bundle's production dependencies. */
+function writeDistManifests(outdir: string) {
+  const lock = JSON.parse(readFileSync('package-lock.json', 'utf8')) as { packages: Record<string, LockEntry> }
+  const subset = lockSubset(lock.packages, EXTERNAL_PACKAGES)
+  const dependencies = Object.fromEntries(EXTERNAL_PACKAGES.map((n) => [n, subset[`node_modules/${n}`].version]))
+  const manifest = { name: 'panel-service-dist', private: true, type: 'module', dependencies }
+  writeFileSync(`${outdir}/package.json`, `${JSON.stringify(manifest, null, 2)}\n`)
+  const distLock = {
+    name: manifest.name,
+    lockfileVersion: 3,
+    requires: true,
+    packages: { '': { name: manifest.name, dependencies }, ...subset },
+  }
+  writeFileSync(`${outdir}/package-lock.json`, `${JSON.stringify(distLock, null, 2)}\n`)
+}
+
+/** Builds `dist/`; returns the bundle's size and the bare imports left in it. */
+export async function buildNode(outdir = 'dist') {
+  rmSync(outdir, { recursive: true, force: true })
+  const outfile = `${outdir}/runtime/node.js`
+  const result = await build({
+    entryPoints: ['src/runtime/node.ts'],
+    outfile,
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    sourcemap: true,
+    legalComments: 'none',
+    external: EXTERNAL_PACKAGES,
+    // Bundled CommonJS dependencies may call require() for Node built-ins; give the ESM bundle one.
+    banner: {
+      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+    },
+    metafile: true,
+    logLevel: 'warning',
+  })
+  writeDistManifests(outdir)
+  // metafile keys are relative to the working directory
+  const [, output] = Object.entries(result.metafile.outputs).find(([path]) => path.endsWith('runtime/node.js'))!
+  const builtin = (p: string) => p.startsWith('node:') || builtinModules.includes(p.split('/')[0])
+  const bare = [...new Set(output.imports.filter((i) => i.external && !builtin(i.path)).map((i) => i.path))]
+  return { outfile, bytes: output.bytes, externalImports: bare }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { outfile, bytes, externalImports } = await buildNode()
+  const unexpected = externalImports.filter((p) => !EXTERNAL_PACKAGES.includes(p))
+  if (unexpected.length > 0) throw new Error(`the bundle imports packages it does not bundle: ${unexpected.join(', ')}`)
+  console.log(
+    `built ${outfile} (${(bytes / 1024).toFixed(0)} KiB); outside the bundle: ${externalImports.join(', ') || 'nothing'}`,
+  )
+  console.log('dist/package.json + dist/package-lock.json list them: `npm ci --omit=dev` in dist/ installs them')
+}

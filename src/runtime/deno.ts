@@ -1,0 +1,84 @@
+/**
+ * The Deno entry (`deno task start`): the same primitives as Node through Deno's node:
+ * compatibility (native libSQL file database, memory or Redis cache, FILES_DIR), migrations at
+ * start-up, `Deno.serve` on PORT, the interval scheduler, graceful shutdown on SIGTERM/SIGINT.
+ */
+import { createApp } from '../app.ts'
+import { type Config, ConfigError, parseConfig } from '../config.ts'
+import { buildDeps } from '../deps.ts'
+import { createLogger } from '../lib/logger.ts'
+import { signToken } from '../lib/tokens.ts'
+import { nodePrimitives, withDevSecrets } from './node-primitives.ts'
+import { startScheduler } from './scheduler-loop.ts'
+
+/** The part of the Deno namespace this entry uses (tsc type-checks src/ with Node's types only). */
+interface DenoApi {
+  env: { toObject(): Record<string, string>; get(name: string): string | undefined }
+  serve(
+    options: { port: number; hostname?: string; onListen?: (addr: { port: number }) => void },
+    handler: (req: Request, info: { remoteAddr: { hostname: string } }) => Response | Promise<Response>,
+  ): { shutdown(): Promise<void>; finished: Promise<void> }
+  addSignalListener(signal: 'SIGTERM' | 'SIGINT', handler: () => void): void
+  exit(code: number): never
+}
+declare const Deno: DenoApi
+
+async function main() {
+  let config: Config
+  try {
+    config = withDevSecrets(parseConfig(Deno.env.toObject()))
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message)
+      Deno.exit(1)
+    }
+    throw err
+  }
+  const log = createLogger(config.logLevel)
+  if (config.authDisabled) log.warn('AUTH_DISABLED=true: requests are not authenticated (development only)')
+
+  const deps = await buildDeps(config, { ...(await nodePrimitives(config)), runtime: 'deno', log })
+  const app = createApp(() => deps)
+  const scheduler = startScheduler(deps)
+  const server = Deno.serve(
+    {
+      port: config.port,
+      onListen: async ({ port }) => {
+        log.info('listening', { url: `http://localhost:${port}`, docs: `http://localhost:${port}/docs`, runtime: 'deno' })
+        if (config.env !== 'production' && !Deno.env.get('JWT_SECRET')) {
+          const token = await signToken(deps.config.jwtSecret, { tenantId: config.devTenantId, userId: config.devUserId })
+          console.log(
+            `\nPanels API on http://localhost:${port} (Deno)  (docs: http://localhost:${port}/docs)\n` +
+              `Development token (tenant ${config.devTenantId}, user ${config.devUserId}, 24 h):\n\n  ${token}\n`,
+          )
+        }
+      },
+    },
+    (req, info) => app.fetch(req, { clientIp: info.remoteAddr.hostname }),
+  )
+
+  let stopping = false
+  const shutdown = async (signal: string) => {
+    if (stopping) return
+    stopping = true
+    log.info('shutting down', { signal })
+    const force = setTimeout(() => {
+      log.error('shutdown timed out')
+      Deno.exit(1)
+    }, 10_000)
+    // Stops accepting connections and waits for in-flight requests to finish.
+    await server.shutdown()
+    await scheduler.stop()
+    await deps.close()
+    clearTimeout(force)
+    log.info('stopped')
+    Deno.exit(0)
+  }
+  Deno.addSignalListener('SIGTERM', () => void shutdown('SIGTERM'))
+  Deno.addSignalListener('SIGINT', () => void shutdown('SIGINT'))
+}
+
+main().catch((err) => {
+  console.error(err)
+  Deno.exit(1)
+})

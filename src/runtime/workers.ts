@@ -1,0 +1,112 @@
+/**
+ * The Cloudflare Workers entry (`wrangler deploy`, `npm run build:worker`). Deps are built per
+ * request from the Worker's env (an I/O object made in one request cannot serve another): the
+ * D1 binding `DB` through drizzle-orm/d1, else libSQL over HTTP on DATABASE_URL; the KV binding
+ * `CACHE` through unstorage. There is no file system: `files` stays undefined and file features
+ * refuse with 400. The cron trigger runs the due syncs. Workers never migrate at run time:
+ * `wrangler d1 migrations apply` applies migrations/ in the deploy step.
+ */
+import { createHash } from 'node:crypto'
+import type { D1Database, ExecutionContext, KVNamespace, ScheduledController } from '@cloudflare/workers-types/index.ts'
+import { createClient } from '@libsql/client/web'
+import { createStorage, type Storage } from 'unstorage'
+import kvDriver from 'unstorage/drivers/cloudflare-kv-binding'
+import memoryDriver from 'unstorage/drivers/memory'
+import { createApp } from '../app.ts'
+import { type Config, ConfigError, parseConfig } from '../config.ts'
+import { createDb } from '../db/client.ts'
+import { buildDeps, type Deps } from '../deps.ts'
+import { createRateLimiter } from '../http/rate-limit.ts'
+import { createTokenVerifier } from '../http/token-verifier.ts'
+import { createLogger } from '../lib/logger.ts'
+import { runDueSyncs } from '../scheduler/run-due-syncs.ts'
+import { d1Db } from './workers-d1.ts'
+
+/** The Worker's env: the bindings of wrangler.toml plus string vars and secrets. */
+export interface WorkerEnv {
+  DB?: D1Database
+  CACHE?: KVNamespace
+  [name: string]: unknown
+}
+
+/** What one isolate keeps between requests: plain memory, no I/O objects. */
+interface Isolate {
+  config: Config & { jwtSecret: string; encryptionKey: string }
+  shared: Pick<Deps, 'tokens' | 'rateLimiter' | 'startedAt'>
+  /** The cache when no KV namespace is bound: per isolate, like Node's memory cache per process. */
+  memory: Storage
+}
+
+const isolates = new WeakMap<object, Isolate>()
+
+/** node:crypto's synchronous digest, which nodejs_compat provides. */
+const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex')
+
+/** Parses the env once per isolate; Workers-specific rules are added to the config's own issues. */
+function isolateOf(env: WorkerEnv): Isolate {
+  const known = isolates.get(env)
+  if (known) return known
+  const strings = Object.fromEntries(Object.entries(env).filter(([, v]) => typeof v === 'string')) as Record<string, string>
+  const config = parseConfig({ ...strings, CACHE_DRIVER: strings.CACHE_DRIVER ?? (env.CACHE ? 'kv' : 'memory') })
+  const issues: { variable: string; message: string }[] = []
+  if (!env.DB && !/^(libsql|https?):/.test(strings.DATABASE_URL ?? '')) {
+    issues.push({ variable: 'DATABASE_URL', message: 'Workers need the D1 binding DB or a libsql://… or https://… URL' })
+  }
+  if (!config.jwtSecret) issues.push({ variable: 'JWT_SECRET', message: 'required on Workers (wrangler secret put JWT_SECRET)' })
+  if (!config.encryptionKey) issues.push({ variable: 'ENCRYPTION_KEY', message: 'required on Workers (wrangler secret put)' })
+  if (config.cacheDriver === 'kv' && !env.CACHE)
+    issues.push({ variable: 'CACHE_DRIVER', message: 'kv needs the KV binding CACHE' })
+  if (config.cacheDriver === 'redis' || config.cacheDriver === 'fs') {
+    issues.push({
+      variable: 'CACHE_DRIVER',
+      message: `${config.cacheDriver} is not available on Workers; bind a KV namespace as CACHE`,
+    })
+  }
+  if (issues.length > 0) throw new ConfigError(issues)
+  const now = Date.now
+  const isolate: Isolate = {
+    config: config as Isolate['config'],
+    shared: { tokens: createTokenVerifier(config.jwtSecret!, now), rateLimiter: createRateLimiter(now), startedAt: now() },
+    memory: createStorage({ driver: memoryDriver() }),
+  }
+  isolates.set(env, isolate)
+  return isolate
+}
+
+/** The request's deps: fresh database and cache clients, the isolate's token cache and rate limits. */
+async function depsFor(env: WorkerEnv): Promise<Deps> {
+  let isolate: Isolate
+  try {
+    isolate = isolateOf(env)
+  } catch (err) {
+    if (err instanceof ConfigError) console.error(err.message)
+    throw err
+  }
+  const { config } = isolate
+  const db = env.DB ? d1Db(env.DB) : createDb(createClient({ url: config.databaseUrl, authToken: config.databaseAuthToken }))
+  const storage =
+    config.cacheDriver === 'kv'
+      ? createStorage({ driver: kvDriver({ binding: env.CACHE as never, base: 'panels' }) })
+      : isolate.memory
+  const log = createLogger(config.logLevel)
+  // workerd's fetch must be called on the global object, not as a method of `deps.outbound`.
+  const outboundFetch: typeof fetch = (input, init) => fetch(input, init)
+  const deps = await buildDeps(config, { db, storage, runtime: 'workers', sha256Hex, fetch: outboundFetch, log })
+  return { ...deps, ...isolate.shared }
+}
+
+const app = createApp((env) => depsFor(env as WorkerEnv))
+
+export default {
+  fetch: (request: Request, env: WorkerEnv, ctx: ExecutionContext) => app.fetch(request, env, ctx as never),
+
+  /** The cron trigger of wrangler.toml: runs the due syncs, kept alive by waitUntil. */
+  scheduled(controller: ScheduledController, env: WorkerEnv, ctx: ExecutionContext) {
+    ctx.waitUntil(
+      depsFor(env).then(async (deps) => {
+        const report = await runDueSyncs(deps, new Date(controller.scheduledTime))
+        deps.log.info('scheduled syncs', { cron: controller.cron, ...report })
+      }),
+    )
+  },
+}

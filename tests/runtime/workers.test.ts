@@ -1,0 +1,118 @@
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Miniflare } from 'miniflare'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { buildWorker, WORKER_LIMITS, type WorkerBundle } from '../../scripts/build-worker.ts'
+import { type FixtureServer, sendJson, startJsonServer } from '../helpers/servers.ts'
+import { freePort, SMOKE_SECRET } from './processes.ts'
+import { bearer, smokeSuite } from './smoke.ts'
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url))
+const wranglerToml = readFileSync(join(ROOT, 'wrangler.toml'), 'utf8')
+const toml = (key: string) => new RegExp(`^${key}\\s*=\\s*"([^"]+)"`, 'm').exec(wranglerToml)?.[1]
+
+// The Workers entry bundled as `wrangler deploy` bundles it, in workerd through Miniflare, with a
+// local D1 migrated by `wrangler d1 migrations apply --local` (the deploy step's own command) and
+// a local KV namespace: the bindings of wrangler.toml.
+describe('Cloudflare Workers: the bundled entry in workerd (Miniflare, local D1 and KV)', () => {
+  let dir = ''
+  let bundle: WorkerBundle
+  let mf: Miniflare | undefined
+  let base = ''
+  let fixture: FixtureServer | undefined
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'workers-'))
+    bundle = buildWorker(join(dir, 'bundle'))
+    const persist = join(dir, 'state')
+    execFileSync(
+      process.execPath,
+      [
+        join(ROOT, 'node_modules/wrangler/bin/wrangler.js'),
+        'd1',
+        'migrations',
+        'apply',
+        'panels',
+        '--local',
+        '--persist-to',
+        persist,
+      ],
+      { cwd: ROOT, stdio: 'pipe', timeout: 120_000, env: { ...process.env, CI: 'true', WRANGLER_SEND_METRICS: 'false' } },
+    )
+    fixture = await startJsonServer((_req, res) => sendJson(res, 200, [{ id: 1, name: 'Ada' }]))
+    const port = await freePort()
+    mf = new Miniflare({
+      modules: true,
+      modulesRoot: bundle.outdir,
+      scriptPath: bundle.script,
+      compatibilityDate: toml('compatibility_date'),
+      compatibilityFlags: ['nodejs_compat'],
+      d1Databases: { DB: toml('database_id')! },
+      d1Persist: join(persist, 'v3', 'd1'),
+      kvNamespaces: ['CACHE'],
+      bindings: {
+        NODE_ENV: 'production',
+        JWT_SECRET: SMOKE_SECRET,
+        ENCRYPTION_KEY: 'workers-encryption-key',
+        RATE_LIMIT_ENABLED: 'false',
+        ALLOW_PRIVATE_NETWORK_SOURCES: 'true',
+        LOG_LEVEL: 'warn',
+      },
+      host: '127.0.0.1',
+      port,
+    })
+    base = (await mf.ready).origin
+  }, 240_000)
+
+  afterAll(async () => {
+    await mf?.dispose()
+    await fixture?.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it("stays within Workers' size limit (gzip)", () => {
+    expect(bundle.gzipBytes).toBeGreaterThan(0)
+    expect(bundle.gzipBytes).toBeLessThan(WORKER_LIMITS.freeGzip)
+  })
+
+  smokeSuite(() => ({ base, secret: SMOKE_SECRET }))
+
+  it('reports the KV cache in /health', async () => {
+    const health = await (await fetch(`${base}/health`)).json()
+    expect(health.redis).toEqual({ status: 'up', driver: 'kv' })
+  })
+
+  it('runs due syncs from the cron trigger (scheduled → runDueSyncs on D1)', async () => {
+    const headers = await bearer(SMOKE_SECRET, 'cron-tenant', 'alice')
+    const who = { tenantId: 'cron-tenant', userId: 'alice' }
+    const panel = await (
+      await fetch(`${base}/api/panels`, { method: 'POST', headers, body: JSON.stringify({ name: 'Cron', ...who }) })
+    ).json()
+    const created = await fetch(`${base}/api/panels/${panel.id}/datasources`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        name: 'Every minute',
+        type: 'api',
+        config: { apiEndpoint: fixture!.url, schedule: '* * * * *' },
+        ...who,
+      }),
+    })
+    expect(created.status).toBe(201)
+    const source = await created.json()
+    const before = fixture!.requests.length
+
+    const worker = await mf!.getWorker()
+    const result = await worker.scheduled({ cron: '*/5 * * * *', scheduledTime: new Date(Date.now() + 120_000) })
+    expect(result.outcome).toBe('ok')
+
+    expect(fixture!.requests.length).toBeGreaterThan(before)
+    const runs = await (await fetch(`${base}/api/datasources/${source.id}/sync-runs?tenantId=cron-tenant`, { headers })).json()
+    const scheduled = (runs.syncRuns ?? runs.data ?? runs).filter((r: { trigger: string }) => r.trigger === 'schedule')
+    expect(scheduled).toHaveLength(1)
+    expect(scheduled[0].status).toBe('success')
+  })
+})
