@@ -34,6 +34,8 @@ export const panels = sqliteTable(
     description: text(),
     metadata: text({ mode: 'json' }).$type<Record<string, unknown>>(),
     cohortRule: text({ mode: 'json' }).$type<CohortRule>().notNull(),
+    /** Bumped by every column change; rows materialised with an older version are recomputed. */
+    columnsVersion: integer().notNull().default(0),
     ...timestamps,
     deletedAt: text(),
   },
@@ -131,6 +133,12 @@ export const records = sqliteTable(
     generation: integer().notNull(),
     key: text().notNull(),
     data: text({ mode: 'json' }).$type<Record<string, unknown>>().notNull(),
+    /** The row: materialised cells keyed by column id (DATA-ENGINE: Rows). */
+    cells: text({ mode: 'json' }).$type<Record<string, unknown>>(),
+    /** Per-cell errors `{ column, code, message }[]`, null when none. */
+    errors: text({ mode: 'json' }).$type<{ column: string; code: string; message: string }[]>(),
+    /** The panel's columnsVersion the cells were computed with. */
+    cellsVersion: integer().notNull().default(0),
     ...timestamps,
   },
   (t) => [

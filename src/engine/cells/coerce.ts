@@ -1,0 +1,115 @@
+/**
+ * Turning extracted source values into cell values of a column's `type` (CONTRACT: Columns — known
+ * types drive typing; others read as text). Cells hold JSON values only: numbers, strings, booleans,
+ * ISO date strings, arrays, plain objects (json) and null.
+ */
+
+export type CellKind = 'number' | 'boolean' | 'date' | 'datetime' | 'text' | 'json' | 'list'
+
+const KINDS: Record<string, CellKind> = {
+  number: 'number',
+  currency: 'number',
+  percentage: 'number',
+  integer: 'number',
+  decimal: 'number',
+  boolean: 'boolean',
+  date: 'date',
+  datetime: 'datetime',
+  json: 'json',
+  multi_select: 'list',
+}
+
+/** The kind of value a column type holds; every unknown type is text. */
+export const kindOf = (type: string): CellKind => KINDS[type.toLowerCase()] ?? 'text'
+
+/** Thrown for a value that cannot be read as the column's type; the cell stays blank. */
+export class CoercionError extends Error {
+  constructor(
+    readonly code: 'VALUE',
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+/**
+ * One cell from the values a path produced: none → null, one → that value, several → an array
+ * (a FHIR repetition, e.g. every given name), each coerced to the column's kind.
+ */
+export function toCell(values: unknown[], type: string): unknown {
+  const kind = kindOf(type)
+  const present = values.filter((v) => v !== null && v !== undefined)
+  if (kind === 'json') return present.length === 0 ? null : present.length === 1 ? present[0] : present
+  if (kind === 'list') return present.length === 0 ? null : present.flatMap((v) => (Array.isArray(v) ? v : [v])).map((v) => coerce(v, 'text'))
+  if (present.length === 0) return null
+  if (present.length === 1) return coerce(present[0], kind)
+  return present.map((v) => coerce(v, kind))
+}
+
+/** A single value as `kind`; throws CoercionError when it cannot be read so. */
+export function coerce(value: unknown, kind: CellKind): unknown {
+  if (value === null || value === undefined || value === '') return null
+  switch (kind) {
+    case 'number':
+      return toNumber(value)
+    case 'boolean':
+      return toBoolean(value)
+    case 'date':
+    case 'datetime':
+      return toDate(value, kind)
+    case 'json':
+    case 'list':
+      return value
+    default:
+      return typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value)
+  }
+}
+
+// --- Internal helpers ---
+
+function toNumber(value: unknown): number {
+  if (typeof value === 'number' && Number.isFinite(value)) return value
+  if (typeof value === 'boolean') return value ? 1 : 0
+  if (typeof value === 'string') {
+    const s = value.trim().replace(/,(?=\d{3}(\D|$))/g, '')
+    if (/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?%?$/.test(s)) {
+      const n = Number(s.replace(/%$/, ''))
+      return s.endsWith('%') ? n / 100 : n
+    }
+  }
+  if (value && typeof value === 'object' && 'value' in value) return toNumber((value as { value: unknown }).value)
+  throw new CoercionError('VALUE', `${preview(value)} is not a number`)
+}
+
+function toBoolean(value: unknown): boolean {
+  if (typeof value === 'boolean') return value
+  if (typeof value === 'number') return value !== 0
+  if (typeof value === 'string') {
+    const s = value.trim().toLowerCase()
+    if (['true', 'yes', 'y', '1', 't'].includes(s)) return true
+    if (['false', 'no', 'n', '0', 'f'].includes(s)) return false
+  }
+  throw new CoercionError('VALUE', `${preview(value)} is not a boolean`)
+}
+
+const DATE = /^\d{4}(-\d{2}(-\d{2})?)?$/
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$/
+
+/** FHIR dates stay as written (partial dates too); date-times become UTC ISO instants. */
+function toDate(value: unknown, kind: 'date' | 'datetime'): string {
+  if (value instanceof Date && !Number.isNaN(value.getTime())) return kind === 'date' ? value.toISOString().slice(0, 10) : value.toISOString()
+  if (typeof value === 'string') {
+    const s = value.trim()
+    if (DATE.test(s)) return s
+    if (DATE_TIME.test(s)) {
+      const d = new Date(/[zZ]|[+-]\d{2}:?\d{2}$/.test(s) ? s : `${s.replace(' ', 'T')}Z`)
+      if (!Number.isNaN(d.getTime())) return kind === 'date' ? s.slice(0, 10) : d.toISOString()
+    }
+  }
+  throw new CoercionError('VALUE', `${preview(value)} is not a date`)
+}
+
+const preview = (v: unknown) => {
+  const s = typeof v === 'string' ? `"${v}"` : JSON.stringify(v)
+  return s && s.length > 40 ? `${s.slice(0, 37)}…` : String(s)
+}
