@@ -85,6 +85,37 @@ describe('Cloudflare Workers: the bundled entry in workerd (Miniflare, local D1 
     expect(health.redis).toEqual({ status: 'up', driver: 'kv' })
   })
 
+  it('refuses file features with 400 naming the workers runtime, and keeps serving', async () => {
+    const headers = await bearer(SMOKE_SECRET, 'files-tenant', 'alice')
+    const who = { tenantId: 'files-tenant', userId: 'alice' }
+    const panel = await (
+      await fetch(`${base}/api/panels`, { method: 'POST', headers, body: JSON.stringify({ name: 'Files', ...who }) })
+    ).json()
+    const sources = `${base}/api/panels/${panel.id}/datasources`
+    const file = await fetch(sources, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ name: 'CSV', type: 'file', config: { filePath: 'patients.csv' }, ...who }),
+    })
+    expect(file.status).toBe(400)
+    expect(JSON.stringify(await file.json())).toContain('needs a file system, which the workers runtime does not have')
+
+    const api = await fetch(sources, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ name: 'API', type: 'api', config: { apiEndpoint: fixture!.url }, ...who }),
+    })
+    const source = await api.json()
+    const upload = await fetch(`${base}/api/datasources/${source.id}/file?tenantId=files-tenant&userId=alice`, {
+      method: 'PUT',
+      headers: { authorization: headers.authorization, 'content-type': 'text/csv' },
+      body: 'id,name\n1,Ada\n',
+    })
+    expect(upload.status).toBe(400)
+    expect((await upload.json()).message).toContain('which the workers runtime does not have')
+    expect((await fetch(`${base}/health`)).status).toBe(200)
+  })
+
   it('runs due syncs from the cron trigger (scheduled → runDueSyncs on D1)', async () => {
     const headers = await bearer(SMOKE_SECRET, 'cron-tenant', 'alice')
     const who = { tenantId: 'cron-tenant', userId: 'alice' }
