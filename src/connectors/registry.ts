@@ -1,4 +1,5 @@
 import api from './api.ts'
+import database from './database.ts'
 import fhir from './fhir.ts'
 import file, { csvConnector, excelConnector, jsonConnector } from './file.ts'
 import type { Connector } from './types.ts'
@@ -13,6 +14,7 @@ export type DataSourceType = (typeof DATA_SOURCE_TYPES)[number]
  */
 const CONNECTORS: Partial<Record<DataSourceType, Connector>> = {
   api,
+  database,
   file,
   csv: csvConnector,
   json: jsonConnector,

@@ -1,6 +1,8 @@
 import type { z } from 'zod'
+import type { ResolveHost } from '../deps.ts'
 import type { FileStore } from '../lib/files.ts'
 import type { Logger } from '../lib/logger.ts'
+import type { OpenSqlite } from '../lib/sql.ts'
 
 /**
  * One row read from a source (DATA-ENGINE: Records). `key` is optional: the sync derives one
@@ -40,6 +42,12 @@ export interface ConnectorContext {
   files?: FileStore
   /** The runtime's name, for messages about what it lacks. */
   runtime: string
+  /** ALLOW_PRIVATE_NETWORK_SOURCES: connections that bypass `fetch` (databases) check hosts with this. */
+  allowPrivateNetwork: boolean
+  /** The runtime's resolver, for the private-address check of non-HTTP connections. */
+  resolveHost?: ResolveHost
+  /** Opens SQLite/libSQL databases (`database` sources); undefined where the runtime has no driver. */
+  openSqlite?: OpenSqlite
   limits: SyncLimits
   /** Incremental reads: the cursor stored by the last committed batch (config `lastSyncValue`). */
   cursor?: unknown

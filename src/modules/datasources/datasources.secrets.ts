@@ -5,11 +5,13 @@ import type { SecretBox } from '../../lib/secrets.ts'
 export const SECRET_MASK = '<SECRET>'
 
 /** Config keys (any depth, case-insensitive) whose values are secrets. */
-const SECRET_KEYS = new Set(['password', 'token', 'apikey', 'clientsecret', 'secret'])
+const SECRET_KEYS = new Set(['password', 'token', 'apikey', 'clientsecret', 'secret', 'authtoken'])
 /** Header names (inside a `headers` map) whose values are credentials. */
 const SECRET_HEADERS = new Set(['authorization', 'proxy-authorization', 'x-api-key', 'api-key', 'cookie'])
 /** `scheme://user:password@host…`: the password is everything up to the last `@`. */
 const URL_CREDENTIALS = /^([a-z][\w+.-]*:\/\/[^:@/]*:)(.*)(@[^@]*)$/i
+/** Credentials in a connection string's query (`?password=…`, `?authToken=…` of libSQL). */
+const QUERY_CREDENTIALS = /([?&](?:password|authtoken|sslpassword|token)=)([^&#]*)/gi
 
 type Kind = 'secret' | 'connectionString'
 type Path = string[]
@@ -44,9 +46,33 @@ async function walk(
 const at = (value: unknown, path: Path): unknown =>
   path.reduce<unknown>((v, k) => (isObject(v) || Array.isArray(v) ? (v as Record<string, unknown>)[k] : undefined), value)
 
-const passwordOf = (url: string) => URL_CREDENTIALS.exec(url)?.[2]
-const withPassword = (url: string, password: string) =>
-  url.replace(URL_CREDENTIALS, (_m, head, _p, tail) => head + password + tail)
+/** A connection string split at its query: `[base, query]` (query with its `?`, or ''). */
+const splitQuery = (url: string): [string, string] => {
+  const q = url.indexOf('?')
+  return q === -1 ? [url, ''] : [url.slice(0, q), url.slice(q)]
+}
+
+/**
+ * The credentials of a connection string by place (`userinfo`, or the query parameter's name), or
+ * undefined when it has none.
+ */
+function passwordsOf(url: string): Map<string, string> | undefined {
+  const found = new Map<string, string>()
+  const [base, query] = splitQuery(url)
+  for (const m of query.matchAll(QUERY_CREDENTIALS)) found.set(m[1].slice(1, -1).toLowerCase(), m[2])
+  const userinfo = URL_CREDENTIALS.exec(base)?.[2]
+  if (userinfo !== undefined) found.set('userinfo', userinfo)
+  return found.size > 0 ? found : undefined
+}
+
+/** The connection string with each credential replaced by `next(place, value)`. */
+function withPasswords(url: string, next: (place: string, value: string) => string): string {
+  const [base, query] = splitQuery(url)
+  return (
+    base.replace(URL_CREDENTIALS, (_m, head, p, tail) => head + next('userinfo', p) + tail) +
+    query.replace(QUERY_CREDENTIALS, (_m, head: string, v: string) => head + next(head.slice(1, -1).toLowerCase(), v))
+  )
+}
 
 /**
  * The config to store: every secret encrypted (`enc:v1:…`), a connection string with a password
@@ -64,16 +90,18 @@ export async function sealConfig(box: SecretBox, config: Record<string, unknown>
     }
     if (kind === 'secret') return box.encrypt(value)
     let plain = value
-    if (passwordOf(value) === SECRET_MASK) {
+    const given = passwordsOf(value)
+    if (given && [...given.values()].includes(SECRET_MASK)) {
       const old = typeof previous === 'string' ? await openValue(box, previous) : undefined
-      const oldPassword = old === undefined ? undefined : passwordOf(old)
-      if (oldPassword === undefined) {
+      const oldPasswords = old === undefined ? undefined : passwordsOf(old)
+      const lost = [...given].some(([place, v]) => v === SECRET_MASK && oldPasswords?.get(place) === undefined)
+      if (lost) {
         missing.push(path)
         return value
       }
-      plain = withPassword(value, oldPassword)
+      plain = withPasswords(value, (place, v) => (v === SECRET_MASK ? oldPasswords!.get(place)! : v))
     }
-    return passwordOf(plain) === undefined ? plain : box.encrypt(plain)
+    return passwordsOf(plain) === undefined ? plain : box.encrypt(plain)
   })
   if (missing.length > 0) {
     throw invalid(
@@ -100,7 +128,7 @@ export async function maskConfig(box: SecretBox, stored: Record<string, unknown>
     } catch {
       return SECRET_MASK
     }
-    return passwordOf(plain) === undefined ? plain : withPassword(plain, SECRET_MASK)
+    return passwordsOf(plain) === undefined ? plain : withPasswords(plain, () => SECRET_MASK)
   })) as Record<string, unknown>
 }
 

@@ -197,6 +197,9 @@ async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
     allowPrivateNetwork: ctx.config.allowPrivateNetworkSources,
     resolveHost: ctx.outbound.resolveHost,
     openSqlite: ctx.openSqlite,
+    allowPrivateNetwork: ctx.config.allowPrivateNetworkSources,
+    resolveHost: ctx.outbound.resolveHost,
+    openSqlite: ctx.openSqlite,
     limits: { maxBytes: limits.maxBytes, maxRecords: limits.maxRecords },
     cursor: job.plain.lastSyncValue,
     advanceCursor: (value) => {

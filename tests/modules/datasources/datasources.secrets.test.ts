@@ -59,10 +59,10 @@ describe('POST /api/panels/{panelId}/datasources (secrets)', () => {
     const res = await createSource(
       alice,
       panelId,
-      { connectionString: 'postgres://reader:pa%40ss@db.example:5432/x' },
+      { connectionString: 'postgres://reader:pa%40ss@127.0.0.1:1/x', table: 't' },
       'database',
     )
-    expect(res.body.config.connectionString).toBe('postgres://reader:<SECRET>@db.example:5432/x')
+    expect(res.body.config.connectionString).toBe('postgres://reader:<SECRET>@127.0.0.1:1/x')
     expect(await rawConfig(res.body.id)).not.toContain('pa%40ss')
     expect(JSON.parse(await rawConfig(res.body.id)).connectionString).toMatch(/^enc:v1:/)
   })
@@ -106,9 +106,12 @@ describe('PUT /api/datasources/{id} (secrets)', () => {
   })
 
   it('keeps a connection-string password sent back as <SECRET>', async () => {
-    const { body } = await createSource(alice, panelId, { connectionString: 'postgres://reader:hunter2@db/x' }, 'database')
-    await alice.put(`/api/datasources/${body.id}`, { config: { connectionString: 'postgres://reader:<SECRET>@db2/x' } })
+    const config = { connectionString: 'postgres://reader:hunter2@127.0.0.1:1/x', table: 't' }
+    const { body } = await createSource(alice, panelId, config, 'database')
+    await alice.put(`/api/datasources/${body.id}`, {
+      config: { connectionString: 'postgres://reader:<SECRET>@127.0.0.2:1/x', table: 't' },
+    })
     const stored = JSON.parse(await rawConfig(body.id)).connectionString
-    expect(await t.deps.secrets.decrypt(stored)).toBe('postgres://reader:hunter2@db2/x')
+    expect(await t.deps.secrets.decrypt(stored)).toBe('postgres://reader:hunter2@127.0.0.2:1/x')
   })
 })

@@ -144,12 +144,12 @@ describe('POST /api/panels/{panelId}/datasources', () => {
     expect(res.body.error).toBe('Panel not found')
   })
 
-  it('stores a source of a type without a connector yet, ending its sync in an honest error', async () => {
-    const res = await createSource(alice, panelId, { connectionString: 'postgres://u:p@db/x', table: 't' }, 'database')
+  it('stores a source whose initial sync cannot connect, ending it in an honest error', async () => {
+    const res = await createSource(alice, panelId, { connectionString: 'postgres://u:p@127.0.0.1:1/x', table: 't' }, 'database')
     expect(res.status).toBe(201)
     expect(res.body).toMatchObject({
       syncStatus: 'error',
-      errorMessage: "Synchronisation for 'database' sources is not available yet in this version",
+      errorMessage: 'Could not connect to PostgreSQL at 127.0.0.1: connection refused',
       lastSyncAt: null,
     })
     expect(await allRecords(t, res.body.id)).toHaveLength(0)
