@@ -40,7 +40,10 @@ describe('parseConfig defaults', () => {
         syncs: { limit: 10, windowSeconds: 60 },
         views: { limit: 200, windowSeconds: 900 },
       },
+      singleTenantId: undefined,
       syncScheduler: true,
+      syncIntervalSeconds: 60,
+      syncLimits: { maxBytes: 2 * 1024 ** 3, maxRecords: 10_000_000, timeoutMs: 900_000 },
       logLevel: 'info',
     })
   })

@@ -93,12 +93,15 @@ describe('POST /api/panels/{panelId}/datasources (file sources)', () => {
 })
 
 describe('file sources on a runtime without a file system', () => {
-  it('ends the sync with a message naming the runtime', async () => {
+  it('answers 400 at create with a message naming the runtime, and stores nothing', async () => {
     const bare = await makeTestApp()
     const bob = clientFor(bare.app, 'tenant-b', 'bob')
     const panel = await createPanel(bob)
     const res = await createSource(bob, panel.id, { filePath: 'patients.csv' }, 'csv')
-    expect(res.body.syncStatus).toBe('error')
-    expect(res.body.errorMessage).toMatch(/needs a file system, which the node runtime does not have/)
+    expect(res.status).toBe(400)
+    expect(res.body.details).toEqual([
+      { path: 'type', message: expect.stringMatching(/needs a file system, which the node runtime does not have/) },
+    ])
+    expect((await bob.get(`/api/panels/${panel.id}/datasources`)).body).toEqual([])
   })
 })

@@ -1,10 +1,12 @@
 import { and, asc, count, desc, eq, sql } from 'drizzle-orm'
+import { isFileSourceType } from '../../connectors/file.ts'
 import { connectorFor } from '../../connectors/registry.ts'
 import { columns, dataSources, records, syncRuns } from '../../db/schema.ts'
 import { AppError, invalid, notFound } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { issuesToDetails } from '../../http/errors.ts'
 import { isoNow } from '../../lib/clock.ts'
+import { noFileSystemMessage } from '../../lib/files.ts'
 import { changeInsert, createdFields } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import { requirePanel } from '../panels/panels.service.ts'
@@ -25,7 +27,13 @@ import { requestCancel, runSync, runSyncInBackground, type SyncOutcome } from '.
 const dto = async (ctx: ServiceContext, row: DataSourceRow) => toDataSourceDto(row, await maskConfig(ctx.secrets, row.config))
 
 /** A type with a connector validates its config now (400 naming `config.<field>`); others later. */
-function validateConfig(type: string, config: Record<string, unknown>) {
+function validateConfig(ctx: ServiceContext, type: string, config: Record<string, unknown>) {
+  if (isFileSourceType(type) && !ctx.files) {
+    throw invalid(
+      [{ path: 'type', message: noFileSystemMessage(ctx.runtime, 'A file data source') }],
+      `'${type}' sources are not available here`,
+    )
+  }
   const connector = connectorFor(type)
   const parsed = connector?.configSchema.safeParse(config)
   const issues = [...(parsed && !parsed.success ? issuesToDetails(parsed.error.issues, 'config') : []), ...scheduleIssues(config)]
@@ -79,7 +87,7 @@ export async function createDataSource(
   input: CreateDataSourceInput,
 ): Promise<DataSourceDto> {
   const panel = await requirePanel(ctx, panelId)
-  validateConfig(input.type, input.config)
+  validateConfig(ctx, input.type, input.config)
   const now = isoNow(ctx.clock)
   const values = {
     tenantId: ctx.scope.tenantId,
@@ -115,7 +123,7 @@ export async function updateDataSource(ctx: ServiceContext, id: number, input: U
   const type = input.type ?? before.type
   const config = input.config === undefined ? before.config : await sealConfig(ctx.secrets, input.config, before.config)
   if (input.type !== undefined || input.config !== undefined) {
-    validateConfig(type, input.config === undefined ? await unsealConfig(ctx.secrets, before.config) : input.config)
+    validateConfig(ctx, type, input.config === undefined ? await unsealConfig(ctx.secrets, before.config) : input.config)
   }
   const diff: Record<string, { oldValue: unknown; newValue: unknown }> = {}
   if (type !== before.type) diff.type = { oldValue: before.type, newValue: type }
