@@ -60,13 +60,16 @@ export function addMonths(ms: number, months: number): number {
   return out.getTime()
 }
 
-/** Whole months completed from `a` to `b` (a ≤ b), counting days and times as Excel DATEDIF "M". */
+/**
+ * Whole months completed from `a` to `b` (a ≤ b) as Excel DATEDIF "M" counts them: a month is
+ * complete when the day of month (and time) of `b` has reached that of `a`, so 31 Jan → 29 Feb is 0.
+ */
 export function monthsBetween(a: number, b: number): number {
   const da = new Date(a)
   const db = new Date(b)
-  let months = (db.getUTCFullYear() - da.getUTCFullYear()) * 12 + db.getUTCMonth() - da.getUTCMonth()
-  if (addMonths(a, months) > b) months--
-  return months
+  const months = (db.getUTCFullYear() - da.getUTCFullYear()) * 12 + db.getUTCMonth() - da.getUTCMonth()
+  const within = (d: Date) => d.getTime() - Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)
+  return within(db) < within(da) ? months - 1 : months
 }
 
 /** Start of the UTC day. */

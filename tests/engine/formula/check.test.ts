@@ -73,9 +73,13 @@ describe('validateFormula: types', () => {
         suggestion: 'use DATEADD(date, n, unit) or DATEDIF(start, end, unit)',
       },
     ])
-    expect(check('1 + {Tags}').errors).toMatchObject([{ type: 'type', position: 4, message: '{Tags} is a list: + needs numbers' }])
+    expect(check('1 + {Tags}').errors).toMatchObject([
+      { type: 'type', position: 4, message: '{Tags} is a list: + needs numbers' },
+    ])
     expect(check('-TODAY()').errors).toMatchObject([{ type: 'type', position: 1 }])
-    expect(check('"abc" * 2').errors).toMatchObject([{ type: 'type', message: '"abc" is not a number: * needs numbers', position: 0 }])
+    expect(check('"abc" * 2').errors).toMatchObject([
+      { type: 'type', message: '"abc" is not a number: * needs numbers', position: 0 },
+    ])
   })
 
   it('refuses certain argument mismatches', () => {

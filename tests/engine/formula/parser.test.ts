@@ -61,7 +61,11 @@ describe('lexer', () => {
   })
 
   it('reads numbers: integers, decimals, leading dot, exponents', () => {
-    expect(lex('12 3.5 .5 1e-3 2E+2').tokens.slice(0, 5).map((t) => Number(t.value))).toEqual([12, 3.5, 0.5, 0.001, 200])
+    expect(
+      lex('12 3.5 .5 1e-3 2E+2')
+        .tokens.slice(0, 5)
+        .map((t) => Number(t.value)),
+    ).toEqual([12, 3.5, 0.5, 0.001, 200])
   })
 
   it('reports unterminated text and references and stray characters, and goes on', () => {
@@ -115,7 +119,14 @@ describe('parser: operators, precedence and associativity', () => {
 
   it('keeps source positions on nodes', () => {
     const { ast } = parse('  {A} + ROUND(2, 1)')
-    expect(ast).toMatchObject({ kind: 'binary', pos: 2, opPos: 6, end: 19, left: { pos: 2, end: 5 }, right: { kind: 'call', pos: 8 } })
+    expect(ast).toMatchObject({
+      kind: 'binary',
+      pos: 2,
+      opPos: 6,
+      end: 19,
+      left: { pos: 2, end: 5 },
+      right: { kind: 'call', pos: 8 },
+    })
   })
 })
 

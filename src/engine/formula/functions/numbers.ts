@@ -19,14 +19,19 @@ export function numbersOf(args: readonly Value[]): number[] {
   return out
 }
 
-/** Rounds to `digits` decimals (negative: tens, hundreds…) with `mode` on the magnitude, decimal-exact. */
+/**
+ * Rounds to `digits` decimals (negative: tens, hundreds…) with `mode` on the magnitude. A relative
+ * nudge of 1e-14 absorbs binary representation error, so ROUND(1.005, 2) is 1.01 as in Excel.
+ */
 export function roundTo(n: number, digits: number, mode: 'half' | 'up' | 'down'): number {
-  const d = Math.trunc(digits)
+  const d = Math.max(-300, Math.min(300, Math.trunc(digits)))
   const abs = Math.abs(n)
-  const shifted = Number(`${abs}e${d}`)
-  const exact = Number(shifted.toPrecision(15))
-  const r = mode === 'half' ? Math.round(exact) : mode === 'up' ? Math.ceil(exact) : Math.floor(exact)
-  return Math.sign(n) * Number(`${r}e${-d}`) || 0
+  const scale = 10 ** Math.abs(d)
+  const x = d >= 0 ? abs * scale : abs / scale
+  const eps = x * 1e-14
+  const r = mode === 'half' ? Math.round(x + eps) : mode === 'up' ? Math.ceil(x - eps) : Math.floor(x + eps)
+  const out = d >= 0 ? r / scale : r * scale
+  return n < 0 && out !== 0 ? -out : out
 }
 
 /** Multiple of `significance` reached with `round` (FLOOR/CEILING), Excel's sign rules. */
