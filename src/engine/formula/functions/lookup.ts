@@ -42,8 +42,8 @@ export function criterion(c: Value): (v: Value) => boolean {
     return (v) => re.test(toText(v)) === (op === '=')
   }
   return (v) => {
-    if (isBlank(v) || typeof v === 'number') return false
-    const d = compare(toText(v), operand)
+    if (typeof v !== 'string' || v === '') return false
+    const d = compare(v, operand)
     return op === '<' ? d < 0 : op === '<=' ? d <= 0 : op === '>' ? d > 0 : d >= 0
   }
 }
