@@ -40,7 +40,8 @@ export function toCell(values: unknown[], type: string): unknown {
   const kind = kindOf(type)
   const present = values.filter((v) => v !== null && v !== undefined)
   if (kind === 'json') return present.length === 0 ? null : present.length === 1 ? present[0] : present
-  if (kind === 'list') return present.length === 0 ? null : present.flatMap((v) => (Array.isArray(v) ? v : [v])).map((v) => coerce(v, 'text'))
+  if (kind === 'list')
+    return present.length === 0 ? null : present.flatMap((v) => (Array.isArray(v) ? v : [v])).map((v) => coerce(v, 'text'))
   if (present.length === 0) return null
   if (present.length === 1) return coerce(present[0], kind)
   return present.map((v) => coerce(v, kind))
@@ -97,7 +98,8 @@ const DATE_TIME = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2
 
 /** FHIR dates stay as written (partial dates too); date-times become UTC ISO instants. */
 function toDate(value: unknown, kind: 'date' | 'datetime'): string {
-  if (value instanceof Date && !Number.isNaN(value.getTime())) return kind === 'date' ? value.toISOString().slice(0, 10) : value.toISOString()
+  if (value instanceof Date && !Number.isNaN(value.getTime()))
+    return kind === 'date' ? value.toISOString().slice(0, 10) : value.toISOString()
   if (typeof value === 'string') {
     const s = value.trim()
     if (DATE.test(s)) return s

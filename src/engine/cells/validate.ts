@@ -22,7 +22,8 @@ export function checkRules(value: unknown, rules: ValidationRules, pattern?: Reg
   if (blank) return rules.required ? say('is required') : undefined
   for (const v of Array.isArray(value) ? value : [value]) {
     if (typeof v === 'string') {
-      if (rules.minLength !== undefined && v.length < rules.minLength) return say(`must be at least ${rules.minLength} characters`)
+      if (rules.minLength !== undefined && v.length < rules.minLength)
+        return say(`must be at least ${rules.minLength} characters`)
       if (rules.maxLength !== undefined && v.length > rules.maxLength) return say(`must be at most ${rules.maxLength} characters`)
       if (pattern && (v.length > MAX_PATTERN_INPUT || !pattern.test(v))) return say(`does not match ${rules.pattern}`)
     }

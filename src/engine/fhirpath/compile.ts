@@ -71,10 +71,37 @@ export function compileFhirPath(expression: string): CompiledFhirPath {
     const message = (err as Error)?.message ?? String(err)
     if (/not implemented|is not a function|unknown function|Unsupported/i.test(message)) throw new FhirPathError(message)
   }
+  const simple = SIMPLE_PATH.test(expression) ? expression.split('.') : undefined
   return {
     expression,
-    evaluate: (resource) => fn(resource),
+    // Plain records (CSV rows, API items: no resourceType) read by a plain dotted path skip the
+    // FHIRPath engine: same result (navigation flattening lists), ~10x cheaper per cell.
+    evaluate: simple
+      ? (resource) => (isPlainRecord(resource) ? navigate(resource, simple) : fn(resource))
+      : (resource) => fn(resource),
   }
+}
+
+const SIMPLE_PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/
+
+const isPlainRecord = (r: unknown): r is Record<string, unknown> =>
+  typeof r === 'object' && r !== null && !Array.isArray(r) && !('resourceType' in r)
+
+/** FHIRPath member navigation over plain JSON: lists flatten, missing members and nulls vanish. */
+function navigate(record: Record<string, unknown>, segments: string[]): unknown[] {
+  let current: unknown[] = [record]
+  for (const segment of segments) {
+    const next: unknown[] = []
+    for (const item of current) {
+      if (typeof item !== 'object' || item === null || !Object.hasOwn(item, segment)) continue
+      const value = (item as Record<string, unknown>)[segment]
+      if (Array.isArray(value)) {
+        for (const v of value) if (v !== null && v !== undefined) next.push(v)
+      } else if (value !== null && value !== undefined) next.push(value)
+    }
+    current = next
+  }
+  return current
 }
 
 /** The problem with an expression, or undefined when it compiles. */

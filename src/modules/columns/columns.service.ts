@@ -1,6 +1,7 @@
 import { and, asc, eq, sql } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
 import { columns, dataSources, type FieldChanges } from '../../db/schema.ts'
+import { checkFhirPath } from '../../engine/fhirpath/compile.ts'
 import { analyzeFormula, checkDependencies, extractReferences, renameReference } from '../../engine/formula/index.ts'
 import { AppError, conflict, type FieldIssue, formulaError, invalid, notFound } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
@@ -9,6 +10,7 @@ import { changeInsert, createdFields, diffFields } from '../changes/changes.serv
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import type { PanelDto } from '../panels/panels.schemas.ts'
 import { requirePanel } from '../panels/panels.service.ts'
+import { bumpColumnsVersion, recomputeAfterColumnChange } from '../rows/rows.materialise.ts'
 import {
   type ColumnDto,
   type ColumnRow,
@@ -54,6 +56,7 @@ export async function listColumns(ctx: ServiceContext, panelId: number): Promise
 export async function createBaseColumn(ctx: ServiceContext, panelId: number, input: CreateBaseColumnInput): Promise<ColumnDto> {
   const panel = await requirePanel(ctx, panelId)
   assertUniqueName(await panelColumns(ctx, panelId), input.name, panelId)
+  if (input.fhirPath !== undefined) assertFhirPath(input.fhirPath)
   if (input.dataSourceId !== undefined) await requireDataSource(ctx, panelId, input.dataSourceId)
   const fhirPath = input.fhirPath ?? input.sourceField ?? null
   const { name, type, properties, metadata } = input
@@ -147,6 +150,7 @@ export async function updateColumn(
       if (input.dataSourceId !== null) await requireDataSource(ctx, before.panelId, input.dataSourceId)
       patch.dataSourceId = input.dataSourceId
     }
+    if (input.fhirPath !== undefined && input.fhirPath !== null) assertFhirPath(input.fhirPath)
     applySourcePaths(before, input, patch)
   }
 
@@ -156,6 +160,7 @@ export async function updateColumn(
   patch.updatedAt = now
   const statements: BatchItem<'sqlite'>[] = [
     ctx.db.update(columns).set(patch).where(ownColumn(ctx, id)).returning(),
+    bumpColumnsVersion(ctx.db, ctx.scope.tenantId, before.panelId),
     changeInsert(ctx, { panelId: before.panelId, entityType: 'Column', entityId: id, action: 'UPDATE', changes: diff }),
     ...dependants.flatMap((d) => [
       ctx.db
@@ -182,6 +187,7 @@ export async function updateColumn(
   ]
   const [[row]] = (await ctx.db.batch(statements as [BatchItem<'sqlite'>])) as unknown as [ColumnRow[]]
   if (!row) throw notFound('Column', id, ctx.scope.tenantId)
+  await recomputeAfterColumnChange(ctx, before.panelId)
   return toColumnDto(row)
 }
 
@@ -197,6 +203,7 @@ export async function deleteColumn(ctx: ServiceContext, id: number): Promise<voi
   for (const f of CREATED[row.columnType]) removed[f] = { oldValue: row[f] }
   await ctx.db.batch([
     ctx.db.delete(columns).where(ownColumn(ctx, id)),
+    bumpColumnsVersion(ctx.db, ctx.scope.tenantId, row.panelId),
     changeInsert(ctx, { panelId: row.panelId, entityType: 'Column', entityId: id, action: 'DELETE', changes: removed }),
     notifyViewOwners(ctx, {
       panelId: row.panelId,
@@ -206,9 +213,17 @@ export async function deleteColumn(ctx: ServiceContext, id: number): Promise<voi
       showingColumn: row.name,
     }),
   ])
+  await recomputeAfterColumnChange(ctx, row.panelId)
 }
 
 // --- Internal helpers ---
+
+/** 400 naming `fhirPath` with the parser's message and 0-based position (issue: invalid FHIRPath). */
+function assertFhirPath(expression: string) {
+  const problem = checkFhirPath(expression)
+  if (!problem) return
+  throw invalid([{ path: 'fhirPath', message: problem.message }], problem.message)
+}
 
 const ownColumn = (ctx: ServiceContext, id: number) => and(eq(columns.id, id), eq(columns.tenantId, ctx.scope.tenantId))
 
@@ -332,6 +347,7 @@ async function insertColumn(ctx: ServiceContext, panel: PanelDto, column: NewCol
   const id = sql`last_insert_rowid()`
   const [inserted] = await ctx.db.batch([
     ctx.db.insert(columns).values(values),
+    bumpColumnsVersion(ctx.db, ctx.scope.tenantId, panel.id),
     changeInsert(ctx, {
       panelId: panel.id,
       entityType: 'Column',
@@ -342,5 +358,6 @@ async function insertColumn(ctx: ServiceContext, panel: PanelDto, column: NewCol
   ])
   // libSQL reports the new id as `lastInsertRowid`; D1 (Workers) as `meta.last_row_id`.
   const newId = inserted.lastInsertRowid ?? (inserted as { meta?: { last_row_id?: number } }).meta?.last_row_id
+  await recomputeAfterColumnChange(ctx, panel.id)
   return toColumnDto({ ...values, id: Number(newId) })
 }

@@ -1,0 +1,148 @@
+import { and, asc, eq, sql } from 'drizzle-orm'
+import { columns, panels } from '../../db/schema.ts'
+import type { Deps } from '../../deps.ts'
+import {
+  type ColumnDefinition,
+  type FormulaCompiler,
+  type MaterialisedRow,
+  type MaterialisePlan,
+  materialise,
+  planColumns,
+} from '../../engine/cells/materialise.ts'
+import { compileFormula, evaluationOrder } from '../../engine/formula/index.ts'
+import type { ServiceContext } from '../../http/context.ts'
+
+type ColumnRow = typeof columns.$inferSelect
+
+/**
+ * Materialised rows (DATA-ENGINE: Rows): cells are computed when records are written and when
+ * columns change, so reading a view never evaluates FHIRPath or formulas. Every column change bumps
+ * the panel's `columns_version`; rows carry the version they were computed with, and a recompute
+ * brings every row of an older version (or without cells) up to date, in batches by id.
+ */
+
+/** Rows per recompute batch: read, computed and written back together. */
+export const RECOMPUTE_BATCH = 1000
+/** Panels with more rows than this are recomputed in the background after a column change. */
+export const INLINE_RECOMPUTE_LIMIT = 5000
+
+export interface PanelPlan {
+  panelId: number
+  version: number
+  plan: MaterialisePlan
+}
+
+/** The panel's columns compiled for materialisation: base columns, then calculated ones in dependency order. */
+export async function loadPanelPlan(db: Deps['db'], tenantId: string, panelId: number): Promise<PanelPlan> {
+  const [[panel], rows] = await db.batch([
+    db
+      .select({ version: panels.columnsVersion })
+      .from(panels)
+      .where(and(eq(panels.id, panelId), eq(panels.tenantId, tenantId))),
+    db
+      .select()
+      .from(columns)
+      .where(and(eq(columns.tenantId, tenantId), eq(columns.panelId, panelId)))
+      .orderBy(asc(columns.id)),
+  ])
+  return { panelId, version: panel?.version ?? 0, plan: planColumns(orderColumns(rows), formulaCompiler(rows)) }
+}
+
+/** One record's row under a plan. */
+export const rowOf = (plan: PanelPlan, dataSourceId: number, data: unknown, now: Date): MaterialisedRow =>
+  materialise(plan.plan, { dataSourceId, data }, now)
+
+/** The SQL expression of the statement that bumps a panel's columns version (in a column change's batch). */
+export const bumpColumnsVersion = (db: Deps['db'], tenantId: string, panelId: number) =>
+  db.run(sql`UPDATE panels SET columns_version = columns_version + 1 WHERE id = ${panelId} AND tenant_id = ${tenantId}`)
+
+/**
+ * Recomputes every stale row of a panel (older version, or never materialised), batch by batch,
+ * never loading the panel whole. When the columns change again meanwhile, it goes on with the new
+ * plan until no stale row is left. Answers the number of rows written.
+ */
+export async function recomputePanel(db: Deps['db'], tenantId: string, panelId: number, now: () => Date): Promise<number> {
+  let written = 0
+  for (;;) {
+    const plan = await loadPanelPlan(db, tenantId, panelId)
+    let after = 0
+    let stale = false
+    for (;;) {
+      const batch = await db.all<{ id: number; data_source_id: number; data: string }>(sql`
+        SELECT id, data_source_id, data FROM records
+        WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} AND id > ${after}
+          AND (cells_version < ${plan.version} OR cells IS NULL)
+        ORDER BY id LIMIT ${RECOMPUTE_BATCH}`)
+      if (batch.length === 0) break
+      stale = true
+      const at = now()
+      const payload = batch.map((r) => {
+        const row = rowOf(plan, r.data_source_id, JSON.parse(r.data), at)
+        return [r.id, row.cells, row.errors.length > 0 ? row.errors : null]
+      })
+      await db.run(sql`
+        UPDATE records SET cells = j.value -> 1, errors = j.value -> 2, cells_version = ${plan.version}
+        FROM json_each(${JSON.stringify(payload)}) j
+        WHERE records.id = j.value ->> 0 AND records.tenant_id = ${tenantId}`)
+      written += batch.length
+      after = batch[batch.length - 1].id
+    }
+    const [current] = await db.select({ version: panels.columnsVersion }).from(panels).where(eq(panels.id, panelId))
+    if (!stale || !current || current.version === plan.version) return written
+  }
+}
+
+/**
+ * After a column change: small panels are recomputed before the answer, large ones in the
+ * background (the scheduler's step also picks up any panel left stale, e.g. on Workers).
+ */
+export async function recomputeAfterColumnChange(ctx: ServiceContext, panelId: number): Promise<void> {
+  const [{ n }] = await ctx.db.all<{ n: number }>(
+    sql`SELECT count(*) AS n FROM records WHERE tenant_id = ${ctx.scope.tenantId} AND panel_id = ${panelId}`,
+  )
+  const run = () => recomputePanel(ctx.db, ctx.scope.tenantId, panelId, () => ctx.clock.now())
+  if (Number(n) <= INLINE_RECOMPUTE_LIMIT) {
+    await run()
+    return
+  }
+  run().catch((err) => ctx.log.error('background recompute failed', { panelId, error: (err as Error)?.message }))
+}
+
+/** The scheduler's sweep: recomputes panels whose rows are stale (at most `limit` panels per call). */
+export async function recomputeStalePanels(deps: Deps, limit = 5): Promise<number> {
+  const stale = await deps.db.all<{ id: number; tenant_id: string }>(sql`
+    SELECT p.id, p.tenant_id FROM panels p
+    WHERE p.deleted_at IS NULL AND EXISTS (
+      SELECT 1 FROM records r WHERE r.tenant_id = p.tenant_id AND r.panel_id = p.id
+        AND (r.cells_version < p.columns_version OR r.cells IS NULL))
+    LIMIT ${limit}`)
+  let rows = 0
+  for (const p of stale) rows += await recomputePanel(deps.db, p.tenant_id, p.id, () => deps.clock.now())
+  return rows
+}
+
+// --- Internal helpers ---
+
+function orderColumns(rows: ColumnRow[]): ColumnDefinition[] {
+  const base = rows.filter((c) => c.columnType === 'base')
+  let calculated: ColumnRow[]
+  try {
+    calculated = evaluationOrder(rows.filter((c) => c.columnType === 'calculated'))
+  } catch {
+    // A cycle cannot be stored (create/update refuse it); keep id order so every cell still reports.
+    calculated = rows.filter((c) => c.columnType === 'calculated')
+  }
+  return [...base, ...calculated] as ColumnDefinition[]
+}
+
+/** Formulas compiled against the panel's columns, evaluated with the row's cells by name. */
+function formulaCompiler(rows: ColumnRow[]): FormulaCompiler {
+  const known = rows.map((c) => ({ name: c.name, type: c.type, formula: c.formula, columnType: c.columnType }))
+  return (column) => {
+    const compiled = compileFormula(column.formula ?? '', { columns: known, selfName: column.name })
+    return (row, now) => {
+      const result = compiled.evaluate({ cells: row.cells, record: row.record as object | undefined }, { now: () => now })
+      return result.error ? { value: null, error: result.error } : { value: result.value }
+    }
+  }
+}
