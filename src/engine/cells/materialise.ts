@@ -74,24 +74,36 @@ export function planColumns(ordered: ColumnDefinition[], compileFormula: Formula
       const planned: PlannedColumn = { key: String(column.id), column, rules, pattern: compilePattern(rules) }
       try {
         if (column.columnType === 'calculated') planned.formula = compileFormula(column)
-        else if (column.fhirPath) {
-          const path = column.fhirPath
-          let compiled = cache.get(path)
-          if (!compiled) cache.set(path, (compiled = compileFhirPath(path)))
-          planned.read = compiled.evaluate
-        } else if (column.sourceField) {
-          const field = column.sourceField
-          planned.read = (record) => {
-            const v = evaluatePath(record, field)
-            return v === undefined ? [] : [v]
-          }
-        }
+        else planned.read = reader(column, cache)
       } catch (err) {
         const message = (err as Error)?.message ?? String(err)
         planned.formula = () => ({ value: null, error: { code: 'REF', message } })
       }
       return planned
     }),
+  }
+}
+
+/**
+ * How a base column reads a record: its FHIRPath, compiled once per distinct expression; a
+ * `sourceField` that is not valid FHIRPath (e.g. a CSV header with spaces, stored as fhirPath by
+ * default) is read as a dotted path instead.
+ */
+function reader(column: ColumnDefinition, cache: Map<string, CompiledFhirPath>): ((record: unknown) => unknown[]) | undefined {
+  const { fhirPath, sourceField } = column
+  if (fhirPath) {
+    try {
+      let compiled = cache.get(fhirPath)
+      if (!compiled) cache.set(fhirPath, (compiled = compileFhirPath(fhirPath)))
+      return compiled.evaluate
+    } catch (err) {
+      if (!sourceField) throw err
+    }
+  }
+  if (!sourceField) return undefined
+  return (record) => {
+    const v = evaluatePath(record, sourceField)
+    return v === undefined ? [] : [v]
   }
 }
 
