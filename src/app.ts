@@ -13,6 +13,7 @@ import { rateLimit } from './http/limits.ts'
 import { changesRouter } from './modules/changes/changes.routes.ts'
 import { columnsRouter } from './modules/columns/columns.routes.ts'
 import { datasourcesRouter } from './modules/datasources/datasources.routes.ts'
+import { webhooksRouter } from './modules/datasources/webhooks.routes.ts'
 import { healthRouter } from './modules/health/health.routes.ts'
 import { notificationsRouter } from './modules/notifications/notifications.routes.ts'
 import { panelsRouter } from './modules/panels/panels.routes.ts'
@@ -65,6 +66,7 @@ export function createApp(makeDeps: MakeDeps) {
   app.route('/', healthRouter)
   app.route('/api', panelsRouter)
   app.route('/api', datasourcesRouter)
+  app.route('/api', webhooksRouter)
   app.route('/api', columnsRouter)
   app.route('/api', viewsRouter)
   app.route('/api', changesRouter)

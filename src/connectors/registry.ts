@@ -3,6 +3,7 @@ import database from './database.ts'
 import fhir from './fhir.ts'
 import file, { csvConnector, excelConnector, jsonConnector } from './file.ts'
 import type { Connector } from './types.ts'
+import webhook from './webhook.ts'
 
 /** Every data source type the API accepts (CONTRACT: DataSource; csv/json/excel are file formats). */
 export const DATA_SOURCE_TYPES = ['database', 'api', 'file', 'webhook', 'csv', 'json', 'excel', 'fhir'] as const
@@ -20,6 +21,7 @@ const CONNECTORS: Partial<Record<DataSourceType, Connector>> = {
   json: jsonConnector,
   excel: excelConnector,
   fhir,
+  webhook,
 }
 
 export const connectorFor = (type: string): Connector | undefined => CONNECTORS[type as DataSourceType]

@@ -10,7 +10,6 @@ import { createLogger } from '../../src/lib/logger.ts'
 import { applyMigrations } from '../../src/runtime/migrate.ts'
 import { nodeFileStore } from '../../src/runtime/node-files.ts'
 import { nodeSqliteOpener } from '../../src/runtime/node-sqlite.ts'
-import { nodeSqliteOpener } from '../../src/runtime/node-sqlite.ts'
 import { sha256Hex } from '../../src/runtime/node-primitives.ts'
 
 export const TEST_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789'
@@ -66,7 +65,6 @@ export async function makeTestApp(options: TestAppOptions = {}) {
     log,
     fetch: options.fetch,
     files: options.filesDir ? nodeFileStore(options.filesDir) : undefined,
-    openSqlite: nodeSqliteOpener(options.filesDir),
     openSqlite: nodeSqliteOpener(options.filesDir),
     sha256Hex,
     closeDb: () => client.close(),

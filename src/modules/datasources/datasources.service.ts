@@ -23,6 +23,7 @@ import {
 } from './datasources.schemas.ts'
 import { maskConfig, sealConfig, unsealConfig } from './datasources.secrets.ts'
 import { requestCancel, runSync, runSyncInBackground, type SyncOutcome } from './datasources.sync.ts'
+import { claimWebhookEndpoint, refusePull } from './datasources.webhooks.ts'
 
 const dto = async (ctx: ServiceContext, row: DataSourceRow) => toDataSourceDto(row, await maskConfig(ctx.secrets, row.config))
 
@@ -95,6 +96,7 @@ export async function createDataSource(
     panelId,
     type: input.type,
     config: await sealConfig(ctx.secrets, input.config),
+    webhookEndpoint: await claimWebhookEndpoint(ctx, input.type, input.config),
     syncStatus: 'pending' as const,
     createdAt: now,
     updatedAt: now,
@@ -110,6 +112,8 @@ export async function createDataSource(
       changes: createdFields({ type: values.type, config: await maskConfig(ctx.secrets, values.config) }, ['type', 'config']),
     }),
   ])
+  // A webhook source is pushed to: it stays `pending` until its first delivery.
+  if (input.type === 'webhook') return dto(ctx, inserted[0] as DataSourceRow)
   const outcome = await runSync(ctx, inserted[0] as DataSourceRow, 'create')
   return dto(ctx, outcome.source)
 }
@@ -137,7 +141,13 @@ export async function updateDataSource(ctx: ServiceContext, id: number, input: U
   const [[row]] = await ctx.db.batch([
     ctx.db
       .update(dataSources)
-      .set({ type, config, nextSyncAt: nextSyncAt(config, ctx.clock.now()), updatedAt: isoNow(ctx.clock) })
+      .set({
+        type,
+        config,
+        webhookEndpoint: await claimWebhookEndpoint(ctx, type, await unsealConfig(ctx.secrets, config), id),
+        nextSyncAt: nextSyncAt(config, ctx.clock.now()),
+        updatedAt: isoNow(ctx.clock),
+      })
       .where(and(eq(dataSources.id, id), eq(dataSources.tenantId, ctx.scope.tenantId)))
       .returning(),
     changeInsert(ctx, { panelId: before.panelId, entityType: 'DataSource', entityId: id, action: 'UPDATE', changes: diff }),
@@ -191,6 +201,7 @@ export async function syncDataSource(
   options: { background?: boolean } = {},
 ): Promise<{ background: false; result: SyncResultDto } | { background: true; run: SyncRunDto }> {
   const source = await requireDataSource(ctx, id)
+  refusePull(source)
   if (options.background) return { background: true, run: toSyncRunDto(await runSyncInBackground(ctx, source, 'manual')) }
   return { background: false, result: await toSyncResult(ctx, await runSync(ctx, source, 'manual')) }
 }

@@ -24,7 +24,7 @@ export interface SyncOutcome {
   message: string
 }
 
-interface Counts {
+export interface Counts {
   rowsRead: number
   rowsWritten: number
   rowsDeleted: number
@@ -197,9 +197,6 @@ async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
     allowPrivateNetwork: ctx.config.allowPrivateNetworkSources,
     resolveHost: ctx.outbound.resolveHost,
     openSqlite: ctx.openSqlite,
-    allowPrivateNetwork: ctx.config.allowPrivateNetworkSources,
-    resolveHost: ctx.outbound.resolveHost,
-    openSqlite: ctx.openSqlite,
     limits: { maxBytes: limits.maxBytes, maxRecords: limits.maxRecords },
     cursor: job.plain.lastSyncValue,
     advanceCursor: (value) => {
@@ -312,7 +309,7 @@ function errorMessageOf(ctx: ServiceContext, source: DataSourceRow, run: SyncRun
   return `Synchronisation failed because of an internal error (request ${ctx.meta.requestId})`
 }
 
-interface Ended {
+export interface Ended {
   source: DataSourceRow
   run: SyncRunRow
   counts: Counts
@@ -320,7 +317,7 @@ interface Ended {
 }
 
 /** Success: switch generation (full), end the run, record the SYNC change, notify — one batch. */
-async function finish(
+export async function finish(
   ctx: ServiceContext,
   { source, run, counts, incremental }: Ended,
   durationMs: number,
@@ -380,7 +377,7 @@ async function finish(
 }
 
 /** Failure or cancellation: the partial generation goes, the previous one stays visible. */
-async function fail(
+export async function fail(
   ctx: ServiceContext,
   { source, run, counts, incremental }: Ended,
   status: 'error' | 'cancelled',

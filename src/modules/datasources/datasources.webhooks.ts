@@ -1,0 +1,357 @@
+import { and, eq, inArray, type SQL, sql } from 'drizzle-orm'
+import { evaluatePath } from '../../connectors/shared/json-path.ts'
+import type { SourceRecord } from '../../connectors/types.ts'
+import { PUSH_ONLY_MESSAGE, WebhookConfig, type WebhookEventKind } from '../../connectors/webhook.ts'
+import { dataSources, syncRuns, webhookEvents } from '../../db/schema.ts'
+import type { Deps } from '../../deps.ts'
+import { AppError, conflict, type FieldIssue, invalid, unauthorized } from '../../errors.ts'
+import type { ServiceContext } from '../../http/context.ts'
+import { isoNow } from '../../lib/clock.ts'
+import { systemContext } from '../../scheduler/run-due-syncs.ts'
+import { changeInsert } from '../changes/changes.service.ts'
+import { notifyViewOwners } from '../notifications/notifications.service.ts'
+import { countRemovedKeys, deleteStatements, keyRecords, upsertStatements } from './datasources.records.ts'
+import type { DataSourceRow, SyncRunRow } from './datasources.schemas.ts'
+import { unsealConfig } from './datasources.secrets.ts'
+import { beginSync, type Counts, fail, finish } from './datasources.sync.ts'
+
+/** The largest webhook body read (413 beyond). */
+export const MAX_WEBHOOK_BODY = 1024 * 1024
+/** A snapshot (sync.started … sync.completed) holds the source this long without a delivery. */
+export const SNAPSHOT_LEASE_MS = 24 * 60 * 60 * 1000
+/** Event ids are remembered this long for duplicate detection. */
+export const EVENT_ID_RETENTION_MS = 30 * 24 * 60 * 60 * 1000
+
+/** What a delivery did: events received, applied, ignored (kind not subscribed) and duplicates. */
+export interface WebhookReceipt {
+  received: number
+  applied: number
+  ignored: number
+  duplicates: number
+}
+
+interface WebhookEvent {
+  id?: string
+  event: string
+  data?: unknown
+  message?: string
+  records: SourceRecord[]
+}
+
+/**
+ * Applies one delivery to the webhook source of `endpoint` (DATA-ENGINE: Webhook): checks the
+ * HMAC-SHA256 signature of the raw body, validates every event before applying any, skips kinds
+ * the source does not subscribe and event ids seen before, then applies the rest in order.
+ * Outside a snapshot each run of data events commits in one batch with its sync run, the SYNC
+ * change and the event ids; inside one they go into the snapshot's generation.
+ */
+export async function receiveWebhook(
+  deps: Deps,
+  endpoint: string,
+  header: (name: string) => string | undefined,
+  body: Uint8Array<ArrayBuffer>,
+): Promise<WebhookReceipt> {
+  const source = await sourceOf(deps, endpoint)
+  const ctx = systemContext(deps, source.tenantId)
+  const config = WebhookConfig.parse(await unsealConfig(ctx.secrets, source.config))
+  if (config.verifySignature) await verifySignature(config.secret ?? '', header(config.signatureHeader), body)
+  const events = parseEvents(body, config)
+  const receipt: WebhookReceipt = { received: events.length, applied: 0, ignored: 0, duplicates: 0 }
+  const ids = events.flatMap((e) => (e.id === undefined ? [] : [e.id]))
+  const seen = new Set(
+    ids.length === 0
+      ? []
+      : (
+          await ctx.db
+            .select({ id: webhookEvents.eventId })
+            .from(webhookEvents)
+            .where(and(eq(webhookEvents.dataSourceId, source.id), inArray(webhookEvents.eventId, ids)))
+        ).map((r) => r.id),
+  )
+  let group: WebhookEvent[] = []
+  for (const event of events) {
+    if (!(config.events as string[]).includes(event.event)) {
+      receipt.ignored++
+      continue
+    }
+    if (event.id !== undefined && seen.has(event.id)) {
+      receipt.duplicates++
+      continue
+    }
+    if (event.id !== undefined) seen.add(event.id)
+    receipt.applied++
+    if (event.event.startsWith('data.')) {
+      group.push(event)
+      continue
+    }
+    await applyData(ctx, source.id, group, config.keyField)
+    group = []
+    await applySyncEvent(ctx, source.id, event)
+  }
+  await applyData(ctx, source.id, group, config.keyField)
+  return receipt
+}
+
+/**
+ * The `webhook_endpoint` column of a source: the config's endpoint for a webhook source, else
+ * null. An endpoint another source (of any tenant) uses is a 409: endpoints are service-wide.
+ */
+export async function claimWebhookEndpoint(
+  ctx: ServiceContext,
+  type: string,
+  config: Record<string, unknown>,
+  exceptId?: number,
+): Promise<string | null> {
+  if (type !== 'webhook' || typeof config.endpoint !== 'string') return null
+  const [taken] = await ctx.db
+    .select({ id: dataSources.id })
+    .from(dataSources)
+    .where(
+      and(
+        eq(dataSources.webhookEndpoint, config.endpoint),
+        exceptId === undefined ? undefined : sql`${dataSources.id} <> ${exceptId}`,
+      ),
+    )
+    .limit(1)
+  if (taken) throw conflict(`The webhook endpoint '${config.endpoint}' is already in use; choose another`)
+  return config.endpoint
+}
+
+/** Webhook sources are pushed to: a manual sync is a 400 saying so, never a fake success. */
+export function refusePull(source: DataSourceRow) {
+  if (source.type === 'webhook') throw invalid([{ path: 'type', message: PUSH_ONLY_MESSAGE }], PUSH_ONLY_MESSAGE)
+}
+
+// --- Internal helpers ---
+
+async function sourceOf(deps: Deps, endpoint: string): Promise<DataSourceRow> {
+  const [source] = await deps.db
+    .select()
+    .from(dataSources)
+    .where(
+      and(
+        eq(dataSources.webhookEndpoint, endpoint),
+        eq(dataSources.type, 'webhook'),
+        sql`EXISTS (SELECT 1 FROM panels p WHERE p.id = ${dataSources.panelId} AND p.deleted_at IS NULL)`,
+      ),
+    )
+    .limit(1)
+  if (!source) throw new AppError('NOT_FOUND', `No webhook endpoint '${endpoint}'`, null, 'Webhook endpoint not found')
+  return source
+}
+
+/** `sha256=<hex>` or bare hex of the raw body, checked by WebCrypto's constant-time HMAC verify. */
+async function verifySignature(secret: string, given: string | undefined, body: Uint8Array<ArrayBuffer>) {
+  if (!given) throw unauthorized('UNAUTHORIZED', 'The webhook signature header is missing')
+  const hex = given.trim().replace(/^sha256=/i, '')
+  if (!/^[0-9a-f]{64}$/i.test(hex)) throw unauthorized('UNAUTHORIZED', 'The webhook signature is not valid')
+  const signature = new Uint8Array(hex.match(/../g)!.map((b) => Number.parseInt(b, 16)))
+  const key = await crypto.subtle.importKey('raw', new TextEncoder().encode(secret), { name: 'HMAC', hash: 'SHA-256' }, false, [
+    'verify',
+  ])
+  if (!(await crypto.subtle.verify('HMAC', key, signature, body))) {
+    throw unauthorized('UNAUTHORIZED', 'The webhook signature is not valid')
+  }
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v)
+
+/** The delivery's events, every one checked before any is applied (400 naming each bad one). */
+function parseEvents(body: Uint8Array, config: WebhookConfig): WebhookEvent[] {
+  let doc: unknown
+  try {
+    doc = JSON.parse(new TextDecoder().decode(body))
+  } catch {
+    throw new AppError('INVALID_JSON', 'The webhook body is not valid JSON')
+  }
+  if (Array.isArray(doc) && !config.batchEvents) {
+    throw invalid([{ path: 'body', message: 'an array of events needs batchEvents: true in the source config' }])
+  }
+  const list = Array.isArray(doc) ? doc : [doc]
+  const issues: FieldIssue[] = []
+  const events: WebhookEvent[] = []
+  list.forEach((raw, i) => {
+    const at = Array.isArray(doc) ? `body[${i}]` : 'body'
+    if (!isObject(raw) || typeof raw.event !== 'string') {
+      issues.push({ path: `${at}.event`, message: 'each event needs an "event" kind' })
+      return
+    }
+    if (raw.id !== undefined && typeof raw.id !== 'string' && typeof raw.id !== 'number') {
+      issues.push({ path: `${at}.id`, message: 'must be a string or a number' })
+      return
+    }
+    const event: WebhookEvent = { id: raw.id === undefined ? undefined : String(raw.id), event: raw.event, records: [] }
+    const data = config.dataPath ? evaluatePath(raw, config.dataPath) : raw.data
+    if (raw.event === 'sync.failed') event.message = messageOf(raw)
+    if (raw.event.startsWith('data.') && (config.events as string[]).includes(raw.event)) {
+      const problem = recordsOf(event, data, config.keyField)
+      if (problem) issues.push({ path: `${at}.${config.dataPath ?? 'data'}`, message: problem })
+    }
+    events.push(event)
+  })
+  if (issues.length > 0) throw invalid(issues, 'The webhook delivery has invalid events; none was applied')
+  return events
+}
+
+function messageOf(raw: Record<string, unknown>): string {
+  const data = raw.data
+  const text = [raw.message, raw.error, isObject(data) ? (data.message ?? data.error) : data].find((v) => typeof v === 'string')
+  return `The sender reported a failed synchronisation${text ? `: ${String(text).slice(0, 500)}` : ''}`
+}
+
+/** Fills `event.records` from its data (an object or an array; bare keys for deletes), or says why not. */
+function recordsOf(event: WebhookEvent, data: unknown, keyField: string): string | undefined {
+  const deleting = event.event === 'data.deleted'
+  const items = Array.isArray(data) ? data : [data]
+  for (const item of items) {
+    if (deleting && (typeof item === 'string' || typeof item === 'number')) {
+      event.records.push({ key: String(item), data: {}, deleted: true })
+      continue
+    }
+    if (!isObject(item)) return `must be an object or an array of objects${deleting ? ' (or of keys)' : ''}`
+    const key = evaluatePath(item, keyField)
+    if (key === undefined || key === null || key === '') return `every record needs its key field '${keyField}'`
+    event.records.push({ data: item, deleted: deleting })
+  }
+  return undefined
+}
+
+/** The open snapshot of the source (a webhook run holding the lease), if any. */
+async function openSnapshot(ctx: ServiceContext, source: DataSourceRow): Promise<SyncRunRow | undefined> {
+  if (!source.leaseRunId || !source.leaseExpiresAt || source.leaseExpiresAt < isoNow(ctx.clock)) return undefined
+  const [run] = await ctx.db.select().from(syncRuns).where(eq(syncRuns.id, source.leaseRunId))
+  if (run?.trigger === 'webhook' && run.status === 'syncing') return run
+  throw conflict(`A synchronisation of data source ${source.id} is running; deliver again when it has ended`)
+}
+
+const freshSource = async (ctx: ServiceContext, id: number) =>
+  (await ctx.db.select().from(dataSources).where(eq(dataSources.id, id)))[0] as DataSourceRow
+
+function eventIdStatements(ctx: ServiceContext, source: DataSourceRow, events: WebhookEvent[]): SQL[] {
+  const now = ctx.clock.now()
+  const ids = events.flatMap((e) => (e.id === undefined ? [] : [e.id]))
+  const statements: SQL[] = [
+    sql`DELETE FROM webhook_events WHERE data_source_id = ${source.id}
+        AND received_at < ${new Date(now.getTime() - EVENT_ID_RETENTION_MS).toISOString()}`,
+  ]
+  if (ids.length > 0) {
+    statements.push(sql`
+      INSERT INTO webhook_events (tenant_id, data_source_id, event_id, received_at)
+      SELECT ${source.tenantId}, ${source.id}, value, ${now.toISOString()} FROM json_each(${JSON.stringify(ids)}) WHERE true
+      ON CONFLICT (data_source_id, event_id) DO NOTHING`)
+  }
+  return statements
+}
+
+/**
+ * Data events in one batch: into the open snapshot's generation (renewing its lease), or into the
+ * current generation as a completed webhook sync run with its SYNC change.
+ */
+async function applyData(ctx: ServiceContext, sourceId: number, events: WebhookEvent[], keyField: string) {
+  if (events.length === 0) return
+  const source = await freshSource(ctx, sourceId)
+  const snapshot = await openSnapshot(ctx, source)
+  const generation = snapshot ? snapshot.generation : source.currentGeneration
+  const all = events.flatMap((e) => e.records)
+  const upserts = await keyRecords(
+    all.filter((r) => !r.deleted),
+    keyField,
+    new Set(),
+    ctx.sha256Hex,
+  )
+  const deletes = all.filter((r) => r.deleted).map((r) => r.key ?? keyText(evaluatePath(r.data, keyField)))
+  const now = isoNow(ctx.clock)
+  const statements = [
+    ...upsertStatements(source, generation, upserts, now),
+    ...deleteStatements(source, generation, deletes),
+    ...eventIdStatements(ctx, source, events),
+  ]
+  const run = (s: SQL) => ctx.db.run(s)
+  if (snapshot) {
+    const expires = new Date(ctx.clock.now().getTime() + SNAPSHOT_LEASE_MS).toISOString()
+    await ctx.db.batch([
+      ...statements.map(run),
+      run(sql`UPDATE sync_runs SET rows_read = rows_read + ${all.length} WHERE id = ${snapshot.id}`),
+      run(sql`UPDATE data_sources SET lease_expires_at = ${expires} WHERE id = ${source.id} AND lease_run_id = ${snapshot.id}`),
+    ] as unknown as Parameters<typeof ctx.db.batch>[0])
+    return
+  }
+  const message = `${upserts.length} records written and ${deletes.length} deleted by a webhook delivery`
+  await ctx.db.batch([
+    ...statements.map(run),
+    run(sql`
+      INSERT INTO sync_runs (tenant_id, data_source_id, status, "trigger", generation, started_at, finished_at, duration_ms,
+                             rows_read, rows_written, rows_deleted)
+      VALUES (${source.tenantId}, ${source.id}, 'success', 'webhook', ${generation}, ${now}, ${now}, 0,
+              ${all.length}, ${upserts.length}, ${deletes.length})`),
+    run(
+      sql`UPDATE data_sources SET sync_status = 'success', error_message = NULL, last_sync_at = ${now} WHERE id = ${source.id}`,
+    ),
+    changeInsert(ctx, {
+      panelId: source.panelId,
+      entityType: 'DataSource',
+      entityId: source.id,
+      action: 'SYNC',
+      changes: {
+        recordsProcessed: { newValue: upserts.length + deletes.length },
+        syncStatus: { oldValue: source.syncStatus, newValue: 'success' },
+      },
+    }),
+    notifyViewOwners(ctx, { panelId: source.panelId, type: 'DATA_CHANGED', impact: 'info', message }),
+  ] as unknown as Parameters<typeof ctx.db.batch>[0])
+}
+
+const keyText = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v))
+
+/**
+ * `sync.started` opens a snapshot run (a new generation, a long lease; an open snapshot is
+ * abandoned first), `sync.completed` switches to it (records it lacks disappear), `sync.failed`
+ * ends it in error and keeps the previous generation.
+ */
+async function applySyncEvent(ctx: ServiceContext, sourceId: number, event: WebhookEvent) {
+  const kind = event.event as WebhookEventKind
+  let source = await freshSource(ctx, sourceId)
+  const snapshot = await openSnapshot(ctx, source)
+  const ids = eventIdStatements(ctx, source, [event]).map((s) => ctx.db.run(s))
+  if (kind === 'sync.started') {
+    if (snapshot) {
+      await fail(ctx, ended(source, snapshot), 'error', 'Superseded by a new sync.started before sync.completed', 0)
+      source = await freshSource(ctx, sourceId)
+    }
+    await beginSync(ctx, source, 'webhook', SNAPSHOT_LEASE_MS)
+  } else if (!snapshot) {
+    throw conflict(`${kind} arrived without an open snapshot: send sync.started first`)
+  } else if (kind === 'sync.completed') {
+    const [[written], [removed]] = await ctx.db.batch([
+      ctx.db.all<{ n: number }>(
+        sql`SELECT count(*) AS n FROM records WHERE data_source_id = ${source.id} AND generation = ${snapshot.generation}`,
+      ),
+      ctx.db.all<{ n: number }>(countRemovedKeys(source.id, snapshot.generation)),
+    ])
+    const counts: Counts = {
+      rowsRead: snapshot.rowsRead,
+      rowsWritten: Number(written?.n ?? 0),
+      rowsDeleted: Number(removed?.n ?? 0),
+      truncated: [],
+    }
+    await finish(ctx, { ...ended(source, snapshot), counts }, durationOf(ctx, snapshot))
+  } else {
+    await fail(
+      ctx,
+      ended(source, snapshot),
+      'error',
+      event.message ?? 'The sender reported a failed synchronisation',
+      durationOf(ctx, snapshot),
+    )
+  }
+  await ctx.db.batch(ids as unknown as Parameters<typeof ctx.db.batch>[0])
+}
+
+const ended = (source: DataSourceRow, run: SyncRunRow) => ({
+  source,
+  run,
+  incremental: false,
+  counts: { rowsRead: run.rowsRead, rowsWritten: 0, rowsDeleted: 0, truncated: [] } as Counts,
+})
+
+const durationOf = (ctx: ServiceContext, run: SyncRunRow) => ctx.clock.now().getTime() - new Date(run.startedAt).getTime()
