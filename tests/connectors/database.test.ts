@@ -164,6 +164,16 @@ describe('database connector: SQLite files', () => {
     expect(rest.records.map((r) => r.data.id)).toEqual([20, 21, 22, 23])
   })
 
+  it('refuses a private libSQL host when private networks are not allowed', async () => {
+    await expect(
+      readAllBatches(
+        database,
+        { connectionString: 'libsql://192.168.1.20:8080', table: 't' },
+        { openSqlite: openSqlite(), allowPrivateNetwork: false },
+      ),
+    ).rejects.toThrow(/database host 192\.168\.1\.20: it is a private address/)
+  })
+
   it('runs queries read-only and keeps file paths inside the files folder', async () => {
     const { records } = await readAllBatches(
       database,
