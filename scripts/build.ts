@@ -78,7 +78,8 @@ function writeDistManifests(outdir: string) {
 
 /** Builds `dist/`; returns the bundle's size and the bare imports left in it. */
 export async function buildNode(outdir = 'dist') {
-  rmSync(outdir, { recursive: true, force: true })
+  // Only what this build writes: dist/worker (npm run build:worker) stays.
+  rmSync(`${outdir}/runtime`, { recursive: true, force: true })
   const outfile = `${outdir}/runtime/node.js`
   const result = await build({
     entryPoints: ['src/runtime/node.ts'],

@@ -42,25 +42,38 @@ const isolates = new WeakMap<object, Isolate>()
 /** node:crypto's synchronous digest, which nodejs_compat provides. */
 const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex')
 
-/** Parses the env once per isolate; Workers-specific rules are added to the config's own issues. */
+/** What Workers need beyond parseConfig's rules, named per variable like parseConfig's issues. */
+function workersIssues(env: WorkerEnv, vars: Record<string, string>, cacheDriver: string) {
+  const issues: { variable: string; message: string }[] = []
+  if (!env.DB && !/^(libsql|https?):/.test(vars.DATABASE_URL ?? '')) {
+    issues.push({ variable: 'DATABASE_URL', message: 'Workers need the D1 binding DB or a libsql://… or https://… URL' })
+  }
+  if (!vars.JWT_SECRET) issues.push({ variable: 'JWT_SECRET', message: 'required on Workers (wrangler secret put JWT_SECRET)' })
+  if (!vars.ENCRYPTION_KEY) issues.push({ variable: 'ENCRYPTION_KEY', message: 'required on Workers (wrangler secret put)' })
+  if (cacheDriver === 'kv' && !env.CACHE) issues.push({ variable: 'CACHE_DRIVER', message: 'kv needs the KV binding CACHE' })
+  if (cacheDriver === 'redis' || cacheDriver === 'fs') {
+    issues.push({ variable: 'CACHE_DRIVER', message: `${cacheDriver} is not available on Workers; bind a KV namespace as CACHE` })
+  }
+  return issues
+}
+
+/** Parses the env once per isolate; one ConfigError names every bad variable, Workers rules included. */
 function isolateOf(env: WorkerEnv): Isolate {
   const known = isolates.get(env)
   if (known) return known
-  const strings = Object.fromEntries(Object.entries(env).filter(([, v]) => typeof v === 'string')) as Record<string, string>
-  const config = parseConfig({ ...strings, CACHE_DRIVER: strings.CACHE_DRIVER ?? (env.CACHE ? 'kv' : 'memory') })
-  const issues: { variable: string; message: string }[] = []
-  if (!env.DB && !/^(libsql|https?):/.test(strings.DATABASE_URL ?? '')) {
-    issues.push({ variable: 'DATABASE_URL', message: 'Workers need the D1 binding DB or a libsql://… or https://… URL' })
-  }
-  if (!config.jwtSecret) issues.push({ variable: 'JWT_SECRET', message: 'required on Workers (wrangler secret put JWT_SECRET)' })
-  if (!config.encryptionKey) issues.push({ variable: 'ENCRYPTION_KEY', message: 'required on Workers (wrangler secret put)' })
-  if (config.cacheDriver === 'kv' && !env.CACHE)
-    issues.push({ variable: 'CACHE_DRIVER', message: 'kv needs the KV binding CACHE' })
-  if (config.cacheDriver === 'redis' || config.cacheDriver === 'fs') {
-    issues.push({
-      variable: 'CACHE_DRIVER',
-      message: `${config.cacheDriver} is not available on Workers; bind a KV namespace as CACHE`,
-    })
+  const vars = Object.fromEntries(Object.entries(env).filter(([, v]) => typeof v === 'string' && v !== '')) as Record<
+    string,
+    string
+  >
+  const cacheDriver = vars.CACHE_DRIVER ?? (env.CACHE ? 'kv' : 'memory')
+  const issues = workersIssues(env, vars, cacheDriver)
+  let config: Config
+  try {
+    config = parseConfig({ ...vars, CACHE_DRIVER: cacheDriver })
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err
+    const named = new Set(err.issues.map((i) => i.variable))
+    throw new ConfigError([...err.issues, ...issues.filter((i) => !named.has(i.variable))])
   }
   if (issues.length > 0) throw new ConfigError(issues)
   const now = Date.now

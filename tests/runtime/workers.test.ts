@@ -147,3 +147,71 @@ describe('Cloudflare Workers: the bundled entry in workerd (Miniflare, local D1 
     expect(scheduled[0].status).toBe('success')
   })
 })
+
+describe('Cloudflare Workers: configuration and per-isolate state', () => {
+  let dir = ''
+  let bundle: WorkerBundle
+  const started: Miniflare[] = []
+  const workerd = (bindings: Record<string, string>, extra: Partial<ConstructorParameters<typeof Miniflare>[0]> = {}) => {
+    const mf = new Miniflare({
+      modules: true,
+      modulesRoot: bundle.outdir,
+      scriptPath: bundle.script,
+      compatibilityDate: toml('compatibility_date'),
+      compatibilityFlags: ['nodejs_compat'],
+      bindings,
+      ...extra,
+    } as ConstructorParameters<typeof Miniflare>[0])
+    started.push(mf)
+    return mf
+  }
+
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'workers-config-'))
+    bundle = buildWorker(join(dir, 'bundle'))
+  }, 240_000)
+
+  afterAll(async () => {
+    for (const mf of started) await mf.dispose()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('answers 500 without crashing when misconfigured, and logs every bad variable at once', async () => {
+    let stderr = ''
+    const mf = workerd(
+      { NODE_ENV: 'production' },
+      {
+        handleRuntimeStdio(stdout, err) {
+          stdout.resume()
+          err.on('data', (d) => {
+            stderr += d
+          })
+        },
+      },
+    )
+    for (let i = 0; i < 2; i++) {
+      const res = await mf.dispatchFetch('http://localhost/health')
+      expect(res.status).toBe(500)
+      expect((await res.json()).code).toBe('INTERNAL_ERROR')
+    }
+    for (const variable of ['JWT_SECRET:', 'ENCRYPTION_KEY:', 'DATABASE_URL: Workers need the D1 binding DB']) {
+      expect(stderr).toContain(variable)
+    }
+  })
+
+  it('keeps rate-limit windows per isolate across requests (deps are per request)', async () => {
+    const mf = workerd(
+      { NODE_ENV: 'production', JWT_SECRET: SMOKE_SECRET, ENCRYPTION_KEY: 'k', RATE_LIMIT_PANELS: '2/60', LOG_LEVEL: 'silent' },
+      { d1Databases: ['DB'], kvNamespaces: ['CACHE'] },
+    )
+    const { authorization } = await bearer(SMOKE_SECRET, 'limited', 'alice')
+    const statuses: number[] = []
+    for (let i = 0; i < 3; i++) {
+      const res = await mf.dispatchFetch('http://localhost/api/changes/panels', { headers: { authorization } })
+      statuses.push(res.status)
+      await res.arrayBuffer()
+    }
+    expect(statuses.slice(0, 2).every((s) => s !== 429)).toBe(true)
+    expect(statuses[2]).toBe(429)
+  })
+})
