@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { Readable } from 'node:stream'
 import { fileURLToPath } from 'node:url'
 import { Miniflare } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -181,9 +182,9 @@ describe('Cloudflare Workers: configuration and per-isolate state', () => {
     const mf = workerd(
       { NODE_ENV: 'production' },
       {
-        handleRuntimeStdio(stdout, err) {
+        handleRuntimeStdio(stdout: Readable, err: Readable) {
           stdout.resume()
-          err.on('data', (d) => {
+          err.on('data', (d: Buffer) => {
             stderr += d
           })
         },
@@ -192,7 +193,7 @@ describe('Cloudflare Workers: configuration and per-isolate state', () => {
     for (let i = 0; i < 2; i++) {
       const res = await mf.dispatchFetch('http://localhost/health')
       expect(res.status).toBe(500)
-      expect((await res.json()).code).toBe('INTERNAL_ERROR')
+      expect(((await res.json()) as { code: string }).code).toBe('INTERNAL_ERROR')
     }
     for (const variable of ['JWT_SECRET:', 'ENCRYPTION_KEY:', 'DATABASE_URL: Workers need the D1 binding DB']) {
       expect(stderr).toContain(variable)
