@@ -14,6 +14,7 @@ import { changesRouter } from './modules/changes/changes.routes.ts'
 import { columnsRouter } from './modules/columns/columns.routes.ts'
 import { datasourcesRouter } from './modules/datasources/datasources.routes.ts'
 import { webhooksRouter } from './modules/datasources/webhooks.routes.ts'
+import { formulasRouter } from './modules/formulas/formulas.routes.ts'
 import { healthRouter } from './modules/health/health.routes.ts'
 import { notificationsRouter } from './modules/notifications/notifications.routes.ts'
 import { panelsRouter } from './modules/panels/panels.routes.ts'
@@ -71,6 +72,7 @@ export function createApp(makeDeps: MakeDeps) {
   app.route('/api', viewsRouter)
   app.route('/api', changesRouter)
   app.route('/api', notificationsRouter)
+  app.route('/api', formulasRouter)
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'Bearer', {
     type: 'http',

@@ -7,8 +7,8 @@ import { createTokenVerifier, type TokenVerifier } from './http/token-verifier.t
 import { type Clock, systemClock } from './lib/clock.ts'
 import type { FileStore } from './lib/files.ts'
 import { createLogger, type Logger } from './lib/logger.ts'
-import type { OpenSqlite } from './lib/sql.ts'
 import { createSecretBox, type SecretBox } from './lib/secrets.ts'
+import type { OpenSqlite } from './lib/sql.ts'
 
 /** What a runtime resolves a host name with, for the private-address guard of outbound requests. */
 export type ResolveHost = (hostname: string) => Promise<string[]>

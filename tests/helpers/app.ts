@@ -9,8 +9,8 @@ import type { ServiceContext } from '../../src/http/context.ts'
 import { createLogger } from '../../src/lib/logger.ts'
 import { applyMigrations } from '../../src/runtime/migrate.ts'
 import { nodeFileStore } from '../../src/runtime/node-files.ts'
-import { nodeSqliteOpener } from '../../src/runtime/node-sqlite.ts'
 import { sha256Hex } from '../../src/runtime/node-primitives.ts'
+import { nodeSqliteOpener } from '../../src/runtime/node-sqlite.ts'
 
 export const TEST_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789'
 

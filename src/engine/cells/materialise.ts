@@ -1,4 +1,3 @@
-import { evaluatePath } from '../../connectors/shared/json-path.ts'
 import { type CompiledFhirPath, compileFhirPath } from '../fhirpath/compile.ts'
 import { CoercionError, toCell } from './coerce.ts'
 import { checkRules, compilePattern, type ValidationRules } from './validate.ts'
@@ -94,7 +93,10 @@ function reader(column: ColumnDefinition, cache: Map<string, CompiledFhirPath>):
   if (fhirPath) {
     try {
       let compiled = cache.get(fhirPath)
-      if (!compiled) cache.set(fhirPath, (compiled = compileFhirPath(fhirPath)))
+      if (!compiled) {
+        compiled = compileFhirPath(fhirPath)
+        cache.set(fhirPath, compiled)
+      }
       return compiled.evaluate
     } catch (err) {
       if (!sourceField) throw err
@@ -102,30 +104,40 @@ function reader(column: ColumnDefinition, cache: Map<string, CompiledFhirPath>):
   }
   if (!sourceField) return undefined
   return (record) => {
-    const v = evaluatePath(record, sourceField)
+    const v = fieldValue(record, sourceField)
     return v === undefined ? [] : [v]
   }
 }
 
+/** A record to materialise. */
+export interface MaterialiseInput {
+  dataSourceId: number
+  data: unknown
+  /**
+   * A record of an `import` data source: its data is `{ <column name>: value }`, so every base
+   * column reads the value stored under its own name (whatever its FHIRPath, source field or data
+   * source), and a column the import did not fill is blank.
+   */
+  importedByName?: boolean
+}
+
 /** One record's row. `dataSourceId` restricts base columns bound to a source. */
-export function materialise(plan: MaterialisePlan, record: { dataSourceId: number; data: unknown }, now: Date): MaterialisedRow {
+export function materialise(plan: MaterialisePlan, record: MaterialiseInput, now: Date): MaterialisedRow {
   const cells: Record<string, unknown> = {}
   const byName: Record<string, unknown> = {}
   const errors: CellError[] = []
   for (const p of plan.columns) {
     const { column } = p
     let value: unknown = null
-    if (p.formula) {
+    if (record.importedByName && column.columnType === 'base') {
+      value = typed(() => valuesByName(record.data, column.name), column, errors)
+    } else if (p.formula) {
       const result = p.formula({ cells: byName, record: record.data }, now)
       value = result.value ?? null
       if (result.error) errors.push({ column: column.name, ...result.error })
     } else if (p.read && (column.dataSourceId == null || column.dataSourceId === record.dataSourceId)) {
-      try {
-        value = toCell(p.read(record.data), column.type)
-      } catch (err) {
-        const code = err instanceof CoercionError ? err.code : 'VALUE'
-        errors.push({ column: column.name, code, message: (err as Error)?.message ?? String(err) })
-      }
+      const read = p.read
+      value = typed(() => read(record.data), column, errors)
     }
     if (p.rules) {
       const broken = checkRules(value, p.rules, p.pattern)
@@ -135,4 +147,37 @@ export function materialise(plan: MaterialisePlan, record: { dataSourceId: numbe
     byName[column.name] = value
   }
   return { cells, errors }
+}
+
+/** The cell of a base column from the values it read; a coercion failure is a blank cell with its error. */
+function typed(read: () => unknown[], column: ColumnDefinition, errors: CellError[]): unknown {
+  try {
+    return toCell(read(), column.type)
+  } catch (err) {
+    const code = err instanceof CoercionError ? err.code : 'VALUE'
+    errors.push({ column: column.name, code, message: (err as Error)?.message ?? String(err) })
+    return null
+  }
+}
+
+/** What an import record (`{ <column name>: value }`) holds for a column, read by its name. */
+function valuesByName(data: unknown, name: string): unknown[] {
+  if (!data || typeof data !== 'object' || !Object.hasOwn(data, name)) return []
+  const v = (data as Record<string, unknown>)[name]
+  return v === undefined ? [] : [v]
+}
+
+/**
+ * A source field of a plain record: the key itself when the record has it (CSV headers may hold
+ * spaces or dots), else a dotted path (`address.city`) through nested objects.
+ */
+function fieldValue(record: unknown, field: string): unknown {
+  if (typeof record !== 'object' || record === null) return undefined
+  if (Object.hasOwn(record, field)) return (record as Record<string, unknown>)[field]
+  let current: unknown = record
+  for (const segment of field.split('.')) {
+    if (typeof current !== 'object' || current === null || !Object.hasOwn(current, segment)) return undefined
+    current = (current as Record<string, unknown>)[segment]
+  }
+  return current
 }

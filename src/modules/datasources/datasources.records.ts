@@ -1,6 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
 import { evaluatePath } from '../../connectors/shared/json-path.ts'
 import type { SourceRecord } from '../../connectors/types.ts'
+import { type PanelPlan, rowOf } from '../rows/rows.materialise.ts'
 import type { DataSourceRow } from './datasources.schemas.ts'
 
 /**
@@ -14,10 +15,17 @@ export const RECORDS_PER_STATEMENT = 1000
 /** Keys already given in one sync: duplicates of a keyless record get `#2`, `#3`, … */
 export type KeySet = Set<string>
 
-/** A record ready to store: its key and its data as JSON text. */
-interface KeyedRecord {
+/** A record ready to store: its key, its data and the data as JSON text. */
+export interface KeyedRecord {
   key: string
+  data: Record<string, unknown>
   json: string
+}
+
+/** What turns records into rows as they are written (DATA-ENGINE: cells computed on write). */
+export interface RowWriter {
+  plan: PanelPlan
+  now: Date
 }
 
 /** SHA-256 hex of a text: the runtime's synchronous digest, else WebCrypto (the same digest). */
@@ -47,7 +55,7 @@ export async function keyRecords(
     } else {
       unkeyed.push(out.length)
     }
-    out.push({ key, json })
+    out.push({ key, data: record.data, json })
   }
   const hashes = digest ? unkeyed.map((i) => digest(out[i].json)) : await Promise.all(unkeyed.map((i) => webSha256(out[i].json)))
   let next = 0
@@ -64,19 +72,32 @@ export async function keyRecords(
 }
 
 /**
- * Upserts records into one generation of a source: a full sync writes its new generation, an
+ * Upserts records into one generation of a source, with their materialised row (cells, errors and
+ * the columns version they were computed with): a full sync writes its new generation, an
  * incremental sync the current one. One statement per RECORDS_PER_STATEMENT records.
  */
-export function upsertStatements(source: DataSourceRow, generation: number, records: KeyedRecord[], now: string): SQL[] {
+export function upsertStatements(
+  source: DataSourceRow,
+  generation: number,
+  records: KeyedRecord[],
+  now: string,
+  rows: RowWriter,
+): SQL[] {
   const statements: SQL[] = []
   for (let i = 0; i < records.length; i += RECORDS_PER_STATEMENT) {
     const chunk = records.slice(i, i + RECORDS_PER_STATEMENT)
-    const payload = `[${chunk.map((r) => `[${JSON.stringify(r.key)},${r.json}]`).join(',')}]`
+    const items = chunk.map((r) => {
+      const row = rowOf(rows.plan, source.id, r.data, rows.now)
+      const errors = row.errors.length > 0 ? JSON.stringify(row.errors) : 'null'
+      return `[${JSON.stringify(r.key)},${r.json},${JSON.stringify(row.cells)},${errors}]`
+    })
     statements.push(sql`
-      INSERT INTO records (tenant_id, panel_id, data_source_id, generation, key, data, created_at, updated_at)
-      SELECT ${source.tenantId}, ${source.panelId}, ${source.id}, ${generation}, j.value ->> 0, j.value -> 1, ${now}, ${now}
-      FROM json_each(${payload}) j WHERE true
-      ON CONFLICT (data_source_id, generation, key) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`)
+      INSERT INTO records (tenant_id, panel_id, data_source_id, generation, key, data, cells, errors, cells_version, created_at, updated_at)
+      SELECT ${source.tenantId}, ${source.panelId}, ${source.id}, ${generation}, j.value ->> 0, j.value -> 1, j.value -> 2,
+        nullif(j.value -> 3, 'null'), ${rows.plan.version}, ${now}, ${now}
+      FROM json_each(${`[${items.join(',')}]`}) j WHERE true
+      ON CONFLICT (data_source_id, generation, key) DO UPDATE SET data = excluded.data, cells = excluded.cells,
+        errors = excluded.errors, cells_version = excluded.cells_version, updated_at = excluded.updated_at`)
   }
   return statements
 }

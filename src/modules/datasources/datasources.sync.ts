@@ -9,7 +9,15 @@ import { isoNow } from '../../lib/clock.ts'
 import { FileAccessError } from '../../lib/files.ts'
 import { changeInsert } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
-import { countRemovedKeys, deleteStatements, type KeySet, keyRecords, upsertStatements } from './datasources.records.ts'
+import { loadPanelPlan, type PanelPlan, recomputeAfterColumnChange } from '../rows/rows.materialise.ts'
+import {
+  countRemovedKeys,
+  deleteStatements,
+  type KeySet,
+  keyRecords,
+  type RowWriter,
+  upsertStatements,
+} from './datasources.records.ts'
 import { nextSyncAt } from './datasources.schedule.ts'
 import { type DataSourceRow, type SyncRunRow, toSyncRunDto } from './datasources.schemas.ts'
 import { SecretUnavailableError, unsealConfig } from './datasources.secrets.ts'
@@ -77,6 +85,7 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
   const started = Date.now()
   const counts: Counts = { rowsRead: 0, rowsWritten: 0, rowsDeleted: 0, truncated: [] }
   let incremental = false
+  let plan: PanelPlan | undefined
   try {
     const connector = connectorFor(source.type)
     if (!connector) throw new ConnectorError(notAvailableMessage(source.type))
@@ -90,7 +99,8 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
     // Leftovers of a run that crashed while writing this generation.
     if (!incremental)
       await ctx.db.delete(records).where(and(eq(records.dataSourceId, source.id), eq(records.generation, run.generation)))
-    await readAndWrite(ctx, { source, run, connector, config: parsed.data, plain, incremental, counts })
+    plan = await loadPanelPlan(ctx.db, source.tenantId, source.panelId)
+    await readAndWrite(ctx, { source, run, connector, config: parsed.data, plain, incremental, counts, plan })
     if (!incremental) {
       const [row] = await ctx.db.all<{ n: number }>(countRemovedKeys(source.id, run.generation))
       counts.rowsDeleted = Number(row?.n ?? 0)
@@ -100,7 +110,17 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
     const message = cancelled ? 'Synchronisation cancelled' : errorMessageOf(ctx, source, run, err)
     return fail(ctx, { source, run, counts, incremental }, cancelled ? 'cancelled' : 'error', message, Date.now() - started)
   }
-  return finish(ctx, { source, run, counts, incremental }, Date.now() - started)
+  const outcome = await finish(ctx, { source, run, counts, incremental }, Date.now() - started)
+  await catchUpColumnChanges(ctx, source, plan)
+  return outcome
+}
+
+/** Columns changed while the sync wrote rows with the older plan: bring those rows up to date. */
+async function catchUpColumnChanges(ctx: ServiceContext, source: DataSourceRow, plan: PanelPlan | undefined) {
+  if (!plan) return
+  const [panel] = await ctx.db.all<{ v: number }>(sql`SELECT columns_version AS v FROM panels WHERE id = ${source.panelId}`)
+  if (panel && Number(panel.v) !== plan.version)
+    await recomputeAfterColumnChange({ ...ctx, scope: { ...ctx.scope, tenantId: source.tenantId } }, source.panelId)
 }
 
 /** beginSync + executeSync: the sync a request waits for (create, POST …/sync). */
@@ -174,6 +194,7 @@ interface SyncJob {
   plain: Record<string, unknown>
   incremental: boolean
   counts: Counts
+  plan: PanelPlan
 }
 
 /** Reads the connector batch by batch; each batch commits with lease renewal, counters and cursor. */
@@ -208,6 +229,7 @@ async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
   }
   const keyField = typeof job.plain.keyField === 'string' && job.plain.keyField !== '' ? job.plain.keyField : undefined
   const seen: KeySet = new Set()
+  const rows = { plan: job.plan, now: ctx.clock.now() }
   try {
     for await (const batch of job.connector.read(job.config, cctx)) {
       counts.rowsRead += batch.length
@@ -219,8 +241,14 @@ async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
       const cursor = pendingCursor
       pendingCursor = undefined
       const statements = incremental
-        ? await incrementalStatements(ctx, source, batch, keyField, counts)
-        : upsertStatements(source, run.generation, await keyRecords(batch, keyField, seen, ctx.sha256Hex), isoNow(ctx.clock))
+        ? await incrementalStatements(ctx, source, batch, keyField, counts, rows)
+        : upsertStatements(
+            source,
+            run.generation,
+            await keyRecords(batch, keyField, seen, ctx.sha256Hex),
+            isoNow(ctx.clock),
+            rows,
+          )
       if (!incremental) counts.rowsWritten = seen.size
       if (cursor) {
         statements.push(sql`UPDATE data_sources SET config = json_set(config, '$.lastSyncValue', json(${JSON.stringify(cursor.value ?? null)}))
@@ -247,6 +275,7 @@ async function incrementalStatements(
   batch: SourceRecord[],
   keyField: string | undefined,
   counts: Counts,
+  rows: RowWriter,
 ) {
   const upserts = await keyRecords(
     batch.filter((r) => !r.deleted),
@@ -263,7 +292,7 @@ async function incrementalStatements(
   counts.rowsWritten += upserts.length
   counts.rowsDeleted += deleted.length
   return [
-    ...upsertStatements(source, source.currentGeneration, upserts, isoNow(ctx.clock)),
+    ...upsertStatements(source, source.currentGeneration, upserts, isoNow(ctx.clock), rows),
     ...deleteStatements(
       source,
       source.currentGeneration,

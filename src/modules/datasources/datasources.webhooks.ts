@@ -10,6 +10,7 @@ import { isoNow } from '../../lib/clock.ts'
 import { systemContext } from '../../scheduler/run-due-syncs.ts'
 import { changeInsert } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
+import { loadPanelPlan } from '../rows/rows.materialise.ts'
 import { countRemovedKeys, deleteStatements, keyRecords, upsertStatements } from './datasources.records.ts'
 import type { DataSourceRow, SyncRunRow } from './datasources.schemas.ts'
 import { unsealConfig } from './datasources.secrets.ts'
@@ -261,8 +262,9 @@ async function applyData(ctx: ServiceContext, sourceId: number, events: WebhookE
   )
   const deletes = all.filter((r) => r.deleted).map((r) => r.key ?? keyText(evaluatePath(r.data, keyField)))
   const now = isoNow(ctx.clock)
+  const rows = { plan: await loadPanelPlan(ctx.db, source.tenantId, source.panelId), now: ctx.clock.now() }
   const statements = [
-    ...upsertStatements(source, generation, upserts, now),
+    ...upsertStatements(source, generation, upserts, now, rows),
     ...deleteStatements(source, generation, deletes),
     ...eventIdStatements(ctx, source, events),
   ]

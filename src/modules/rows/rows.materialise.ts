@@ -1,5 +1,5 @@
 import { and, asc, eq, sql } from 'drizzle-orm'
-import { columns, panels } from '../../db/schema.ts'
+import { columns, dataSources, panels } from '../../db/schema.ts'
 import type { Deps } from '../../deps.ts'
 import {
   type ColumnDefinition,
@@ -30,11 +30,13 @@ export interface PanelPlan {
   panelId: number
   version: number
   plan: MaterialisePlan
+  /** The panel's `import` data sources: their records hold values by column name. */
+  importSources: Set<number>
 }
 
 /** The panel's columns compiled for materialisation: base columns, then calculated ones in dependency order. */
 export async function loadPanelPlan(db: Deps['db'], tenantId: string, panelId: number): Promise<PanelPlan> {
-  const [[panel], rows] = await db.batch([
+  const [[panel], rows, imports] = await db.batch([
     db
       .select({ version: panels.columnsVersion })
       .from(panels)
@@ -44,13 +46,22 @@ export async function loadPanelPlan(db: Deps['db'], tenantId: string, panelId: n
       .from(columns)
       .where(and(eq(columns.tenantId, tenantId), eq(columns.panelId, panelId)))
       .orderBy(asc(columns.id)),
+    db
+      .select({ id: dataSources.id })
+      .from(dataSources)
+      .where(and(eq(dataSources.tenantId, tenantId), eq(dataSources.panelId, panelId), eq(dataSources.type, 'import'))),
   ])
-  return { panelId, version: panel?.version ?? 0, plan: planColumns(orderColumns(rows), formulaCompiler(rows)) }
+  return {
+    panelId,
+    version: panel?.version ?? 0,
+    plan: planColumns(orderColumns(rows), formulaCompiler(rows)),
+    importSources: new Set(imports.map((i) => i.id)),
+  }
 }
 
 /** One record's row under a plan. */
 export const rowOf = (plan: PanelPlan, dataSourceId: number, data: unknown, now: Date): MaterialisedRow =>
-  materialise(plan.plan, { dataSourceId, data }, now)
+  materialise(plan.plan, { dataSourceId, data, importedByName: plan.importSources.has(dataSourceId) }, now)
 
 /** The SQL expression of the statement that bumps a panel's columns version (in a column change's batch). */
 export const bumpColumnsVersion = (db: Deps['db'], tenantId: string, panelId: number) =>

@@ -156,15 +156,15 @@ describe('POST /api/panels/{panelId}/datasources', () => {
   })
 
   it('answers 201 with syncStatus error when the initial sync fails', async () => {
-    const res = await createSource(alice, panelId, apiConfig('/unavailable'))
+    const res = await createSource(alice, panelId, apiConfig('/unavailable', { retryAttempts: 0 }))
     expect(res.status).toBe(201)
     expect(res.body).toMatchObject({
       syncStatus: 'error',
-      errorMessage: 'API responded 503 Service Unavailable',
+      errorMessage: 'API responded 503 Service Unavailable: down',
       lastSyncAt: null,
     })
     const [run] = await runsOf(t, res.body.id)
-    expect(run).toMatchObject({ status: 'error', error: 'API responded 503 Service Unavailable' })
+    expect(run).toMatchObject({ status: 'error', error: 'API responded 503 Service Unavailable: down' })
   })
 
   it('sends the bearer token of authentication to the API', async () => {
@@ -215,12 +215,13 @@ describe('PUT /api/datasources/{id}', () => {
   })
 
   it('changes the type, validating the config against it', async () => {
-    const { body: source } = await createSource(alice, panelId, { filePath: 'x.csv', format: 'csv' }, 'file')
-    const bad = await alice.put(`/api/datasources/${source.id}`, { type: 'api' })
+    const { body: source } = await createSource(alice, panelId, apiConfig())
+    const bad = await alice.put(`/api/datasources/${source.id}`, { type: 'fhir' })
     expect(bad.status).toBe(400)
-    expect(bad.body.details.map((d: { path: string }) => d.path)).toEqual(['config.apiEndpoint'])
-    const ok = await alice.put(`/api/datasources/${source.id}`, { type: 'api', config: apiConfig() })
-    expect(ok.body).toMatchObject({ type: 'api', config: apiConfig() })
+    expect(bad.body.details.map((d: { path: string }) => d.path)).toContain('config.baseUrl')
+    const fhirConfig = { baseUrl: api.server.url, resourceType: 'Patient' }
+    const ok = await alice.put(`/api/datasources/${source.id}`, { type: 'fhir', config: fhirConfig })
+    expect(ok.body).toMatchObject({ type: 'fhir', config: fhirConfig })
   })
 
   it('rejects a bad type or config naming the field, and answers 404 for an unknown id', async () => {

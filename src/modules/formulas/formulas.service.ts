@@ -1,0 +1,77 @@
+import { and, asc, eq, sql } from 'drizzle-orm'
+import { columns } from '../../db/schema.ts'
+import {
+  type Category,
+  compileFormula,
+  type ExpressionContext,
+  expressionContext,
+  type FormulaFunction,
+  functionCatalogue,
+  type ValidateResult,
+  validateFormula,
+} from '../../engine/formula/index.ts'
+import type { ServiceContext } from '../../http/context.ts'
+import { requirePanel } from '../panels/panels.service.ts'
+import type { PreviewInput, ValidateInput } from './formulas.schemas.ts'
+
+/** The function catalogue (FORMULAS.md): every function, or those of one category. */
+export const listFunctions = (category?: Category): FormulaFunction[] => functionCatalogue(category)
+
+const panelColumns = (ctx: ServiceContext, panelId: number) =>
+  ctx.db
+    .select({ id: columns.id, name: columns.name, type: columns.type, formula: columns.formula, columnType: columns.columnType })
+    .from(columns)
+    .where(and(eq(columns.tenantId, ctx.scope.tenantId), eq(columns.panelId, panelId)))
+    .orderBy(asc(columns.id))
+
+/** Checks a formula against a panel's columns; stores nothing (FORMULAS.md "Endpoints"). */
+export async function checkFormula(ctx: ServiceContext, input: ValidateInput): Promise<ValidateResult> {
+  await requirePanel(ctx, input.panelId)
+  const result = validateFormula({
+    formula: input.formula,
+    columns: await panelColumns(ctx, input.panelId),
+    selfName: input.name,
+    dependencies: input.dependencies,
+  })
+  return result
+}
+
+/** What an editor needs for completion on a panel: its columns with types, the functions, the constants. */
+export async function formulaContext(ctx: ServiceContext, panelId: number): Promise<ExpressionContext> {
+  await requirePanel(ctx, panelId)
+  return expressionContext(await panelColumns(ctx, panelId))
+}
+
+/** Rows a panel preview evaluates against: the first rows of the panel, current generations only. */
+const PREVIEW_ROWS = (ctx: ServiceContext, panelId: number, limit: number) => sql`
+  SELECT r.id, r.data, r.cells FROM records r
+  JOIN data_sources s ON s.id = r.data_source_id AND s.current_generation = r.generation
+  WHERE r.tenant_id = ${ctx.scope.tenantId} AND r.panel_id = ${panelId}
+  ORDER BY r.id LIMIT ${limit}`
+
+/**
+ * Evaluates a formula without storing anything: against the given `values` (column name → value)
+ * and optional source `record`, or against the first `limit` rows of a panel.
+ */
+export async function previewFormula(ctx: ServiceContext, input: PreviewInput) {
+  const now = { now: () => ctx.clock.now() }
+  if (input.panelId === undefined) {
+    const names = Object.keys(input.values ?? {}).map((name) => ({ name }))
+    const compiled = compileFormula(input.formula, { columns: names })
+    if (compiled.errors.length > 0) return { returnType: compiled.returnType, errors: compiled.errors }
+    const { value, error } = compiled.evaluate({ cells: input.values ?? {}, record: input.record }, now)
+    return { returnType: compiled.returnType, value, ...(error ? { error } : {}) }
+  }
+  await requirePanel(ctx, input.panelId)
+  const cols = await panelColumns(ctx, input.panelId)
+  const compiled = compileFormula(input.formula, { columns: cols })
+  if (compiled.errors.length > 0) return { returnType: compiled.returnType, errors: compiled.errors }
+  const rows = await ctx.db.all<{ id: number; data: string; cells: string | null }>(PREVIEW_ROWS(ctx, input.panelId, input.limit))
+  const values = rows.map((r) => {
+    const stored = r.cells ? (JSON.parse(r.cells) as Record<string, unknown>) : {}
+    const cells = Object.fromEntries(cols.map((c) => [c.name, stored[String(c.id)] ?? null]))
+    const { value, error } = compiled.evaluate({ cells, record: JSON.parse(r.data) }, now)
+    return { _id: r.id, value, ...(error ? { error } : {}) }
+  })
+  return { returnType: compiled.returnType, values }
+}
