@@ -1,12 +1,11 @@
 import { swaggerUI } from '@hono/swagger-ui'
 import { OpenAPIHono } from '@hono/zod-openapi'
 import type { Context } from 'hono'
-import { basePath } from 'hono/route'
 import { secureHeaders } from 'hono/secure-headers'
 import { accessLog } from './http/access-log.ts'
 import { jwtAuth } from './http/auth.ts'
 import { jsonBody } from './http/body.ts'
-import { type AppEnv, injectDeps, type MakeDeps, requestId } from './http/context.ts'
+import { type AppEnv, appPath, injectDeps, type MakeDeps, mountPath, requestId } from './http/context.ts'
 import { corsFor } from './http/cors.ts'
 import { defaultHook, notFound, onError } from './http/errors.ts'
 import { rateLimit } from './http/limits.ts'
@@ -32,15 +31,6 @@ export const OPENAPI_INFO = {
 
 /** Paths whose bodies are not JSON or are checked by their own route (uploads, signed webhooks). */
 const RAW_BODY_PATHS = [/^\/api\/webhooks\//, /^\/api\/datasources\/\d+\/file$/, /^\/api\/panels\/\d+\/import$/]
-
-/** Where a host app mounted this app (`host.route('/panels-api', app)`); '' when served at the root. */
-const mountPath = (c: Context) => {
-  const base = basePath(c)
-  return base === '/' ? '' : base
-}
-
-/** The request path relative to the mount point, for the path tests of the middleware below. */
-const appPath = (c: Context) => c.req.path.slice(mountPath(c).length)
 
 /**
  * The one app every runtime serves. `makeDeps` receives the runtime's bindings (a Worker's env,

@@ -1,4 +1,5 @@
 import type { Context, MiddlewareHandler } from 'hono'
+import { basePath } from 'hono/route'
 import type { Deps } from '../deps.ts'
 import type { Claims } from './token-verifier.ts'
 
@@ -39,6 +40,15 @@ export type AppEnv = {
 }
 
 export type AppContext = Context<AppEnv>
+
+/** Where a host app mounted this app (`host.route('/panels-api', app)`); '' when served at the root. */
+export const mountPath = (c: Context) => {
+  const base = basePath(c)
+  return base === '/' ? '' : base
+}
+
+/** The request path relative to the mount point, for middleware that tests paths. */
+export const appPath = (c: Context) => c.req.path.slice(mountPath(c).length)
 
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 

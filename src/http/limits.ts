@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono'
-import type { AppEnv } from './context.ts'
+import { type AppEnv, appPath } from './context.ts'
 
 /** Which rate-limit bucket a path counts against (CONTRACT: production rules). */
 function category(method: string, path: string): 'panels' | 'syncs' | 'views' {
@@ -13,7 +13,7 @@ export const rateLimit = (): MiddlewareHandler<AppEnv> =>
   async function rateLimit(c, next) {
     const { config, rateLimiter } = c.get('deps')
     if (!config.rateLimitEnabled || c.req.method === 'OPTIONS') return next()
-    const bucket = category(c.req.method, c.req.path)
+    const bucket = category(c.req.method, appPath(c))
     const rule = config.rateLimits[bucket]
     const tenant = c.get('claims')?.tenantId ?? c.req.query('tenantId') ?? config.devTenantId
     const ip =

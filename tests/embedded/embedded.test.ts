@@ -130,3 +130,23 @@ describe('single-tenant mode (SINGLE_TENANT_ID)', () => {
     expect(() => parseConfig({ SINGLE_TENANT_ID: 'clinic-7', DEV_TENANT_ID: 'other' })).toThrow(/DEV_TENANT_ID/)
   })
 })
+
+describe('rate limits under a mount path', () => {
+  it('counts view and sync requests in their own buckets, as at the root', async () => {
+    const { host, deps } = await hostWith(join(dir, 'limits'), {
+      RATE_LIMIT_ENABLED: 'true',
+      RATE_LIMIT_PANELS: '100/900',
+      RATE_LIMIT_VIEWS: '7/900',
+      RATE_LIMIT_SYNCS: '3/60',
+    })
+    opened.push(deps)
+    const headers = await bearer(SECRET, 'tenant-rl', 'user-rl')
+    const views = await host.request('/panels-api/api/views', { headers })
+    expect(views.status).toBe(200)
+    expect(views.headers.get('RateLimit-Limit')).toBe('7')
+    const sync = await host.request('/panels-api/api/datasources/1/sync', { method: 'POST', headers })
+    expect(sync.headers.get('RateLimit-Limit')).toBe('3')
+    const panels = await host.request('/panels-api/api/panels?tenantId=tenant-rl&userId=user-rl', { headers })
+    expect(panels.headers.get('RateLimit-Limit')).toBe('100')
+  })
+})
