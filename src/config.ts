@@ -44,6 +44,8 @@ const ConfigSchema = z
     CACHE_TTL_SECONDS: int(3600, 1, 31_536_000),
     FILES_DIR: z.string().min(1).optional().default('./data/files'),
     UPLOAD_MAX_BYTES: int(100 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
+    IMPORT_MAX_BYTES: int(20 * 1024 * 1024, 1, Number.MAX_SAFE_INTEGER),
+    IMPORT_MAX_ROWS: int(200_000, 1, 10_000_000),
     ENCRYPTION_KEY: z.string().min(1).optional(),
     ALLOW_PRIVATE_NETWORK_SOURCES: bool(false),
     CORS_ORIGINS: z.string().optional(),
@@ -112,6 +114,8 @@ export interface Config {
   filesDir: string
   /** Largest file `PUT /api/datasources/{id}/file` accepts (413 beyond). */
   uploadMaxBytes: number
+  /** Limits of one `POST /api/panels/{id}/import`: its file (or JSON body) in bytes, and its rows. */
+  importLimits: { maxBytes: number; maxRows: number }
   encryptionKey?: string
   allowPrivateNetworkSources: boolean
   corsOrigins: string[]
@@ -157,6 +161,7 @@ export function parseConfig(env: EnvRecord): Config {
     cacheTtlSeconds: e.CACHE_TTL_SECONDS,
     filesDir: e.FILES_DIR,
     uploadMaxBytes: e.UPLOAD_MAX_BYTES,
+    importLimits: { maxBytes: e.IMPORT_MAX_BYTES, maxRows: e.IMPORT_MAX_ROWS },
     encryptionKey: e.ENCRYPTION_KEY,
     allowPrivateNetworkSources: e.ALLOW_PRIVATE_NETWORK_SOURCES,
     corsOrigins: e.CORS_ORIGINS

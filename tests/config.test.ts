@@ -31,6 +31,7 @@ describe('parseConfig defaults', () => {
       cacheTtlSeconds: 3600,
       filesDir: './data/files',
       uploadMaxBytes: 100 * 1024 * 1024,
+      importLimits: { maxBytes: 20 * 1024 * 1024, maxRows: 200_000 },
       encryptionKey: undefined,
       allowPrivateNetworkSources: false,
       corsOrigins: ['*'],
