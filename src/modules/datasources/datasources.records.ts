@@ -12,8 +12,21 @@ import type { DataSourceRow } from './datasources.schemas.ts'
 /** Records per INSERT statement: one JSON parameter each, expanded by SQLite's json_each. */
 export const RECORDS_PER_STATEMENT = 1000
 
-/** Keys already given in one sync: duplicates of a keyless record get `#2`, `#3`, … */
-export type KeySet = Set<string>
+/**
+ * Content hashes already given in one sync, so a duplicate keyless record gets `#2`, `#3`, …
+ * Memory stays small for millions of rows: a 52-bit fingerprint per hash, plus a count for the
+ * (rare) hashes seen twice. A fingerprint collision only makes a distinct row `<its hash>#2`,
+ * which is still a unique, stable key.
+ */
+export interface KeySet {
+  fingerprints: Set<number>
+  repeats: Map<string, number>
+}
+
+export const newKeySet = (): KeySet => ({ fingerprints: new Set(), repeats: new Map() })
+
+/** Hex digits of SHA-256 kept in a content key: 128 bits, half the index size of the full digest. */
+const KEY_HEX_DIGITS = 32
 
 /** A record ready to store: its key, its data and the data as JSON text. */
 export interface KeyedRecord {
@@ -33,8 +46,8 @@ export type Digest = ((text: string) => string) | undefined
 
 /**
  * A record's key: the `keyField` value, else the connector's key, else the SHA-256 of the content
- * as JSON. Identical keyless rows stay distinct (`<hash>#2`); rows sharing a key are one record
- * (last wins).
+ * as JSON (first 128 bits, hex). Identical keyless rows stay distinct (`<hash>#2`); rows sharing a
+ * key are one record (last wins).
  */
 export async function keyRecords(
   records: SourceRecord[],
@@ -58,16 +71,9 @@ export async function keyRecords(
     out.push({ key, data: record.data, json })
   }
   const hashes = digest ? unkeyed.map((i) => digest(out[i].json)) : await Promise.all(unkeyed.map((i) => webSha256(out[i].json)))
-  let next = 0
-  for (let i = 0; i < out.length; i++) {
-    if (next < unkeyed.length && unkeyed[next] === i) {
-      const hash = hashes[next++]
-      let key = hash
-      for (let n = 2; seen.has(key); n++) key = `${hash}#${n}`
-      out[i].key = key
-    }
-    seen.add(out[i].key)
-  }
+  unkeyed.forEach((i, n) => {
+    out[i].key = distinctKey(hashes[n].slice(0, KEY_HEX_DIGITS), seen)
+  })
   return out
 }
 
@@ -122,6 +128,17 @@ export const countRemovedKeys = (sourceId: number, generation: number) => sql`
                     WHERE n.data_source_id = o.data_source_id AND n.generation = ${generation} AND n.key = o.key)`
 
 // --- Internal helpers ---
+
+function distinctKey(hash: string, seen: KeySet): string {
+  const fingerprint = Number.parseInt(hash.slice(0, 13), 16)
+  if (!seen.fingerprints.has(fingerprint)) {
+    seen.fingerprints.add(fingerprint)
+    return hash
+  }
+  const n = (seen.repeats.get(hash) ?? 1) + 1
+  seen.repeats.set(hash, n)
+  return `${hash}#${n}`
+}
 
 async function webSha256(text: string): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)))

@@ -15,6 +15,7 @@ import {
   deleteStatements,
   type KeySet,
   keyRecords,
+  newKeySet,
   type RowWriter,
   upsertStatements,
 } from './datasources.records.ts'
@@ -102,8 +103,15 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
     plan = await loadPanelPlan(ctx.db, source.tenantId, source.panelId)
     await readAndWrite(ctx, { source, run, connector, config: parsed.data, plain, incremental, counts, plan })
     if (!incremental) {
-      const [row] = await ctx.db.all<{ n: number }>(countRemovedKeys(source.id, run.generation))
-      counts.rowsDeleted = Number(row?.n ?? 0)
+      // Rows sharing a key are one record (the last read wins): count what the generation holds.
+      const [[removed], [written]] = await ctx.db.batch([
+        ctx.db.all<{ n: number }>(countRemovedKeys(source.id, run.generation)),
+        ctx.db.all<{ n: number }>(
+          sql`SELECT count(*) AS n FROM records WHERE data_source_id = ${source.id} AND generation = ${run.generation}`,
+        ),
+      ])
+      counts.rowsDeleted = Number(removed?.n ?? 0)
+      counts.rowsWritten = Number(written?.n ?? 0)
     }
   } catch (err) {
     const cancelled = err instanceof SyncCancelled
@@ -228,7 +236,7 @@ async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
     },
   }
   const keyField = typeof job.plain.keyField === 'string' && job.plain.keyField !== '' ? job.plain.keyField : undefined
-  const seen: KeySet = new Set()
+  const seen: KeySet = newKeySet()
   const rows = { plan: job.plan, now: ctx.clock.now() }
   try {
     for await (const batch of job.connector.read(job.config, cctx)) {
@@ -249,7 +257,7 @@ async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
             isoNow(ctx.clock),
             rows,
           )
-      if (!incremental) counts.rowsWritten = seen.size
+      if (!incremental) counts.rowsWritten += batch.length
       if (cursor) {
         statements.push(sql`UPDATE data_sources SET config = json_set(config, '$.lastSyncValue', json(${JSON.stringify(cursor.value ?? null)}))
           WHERE id = ${source.id}`)
@@ -280,13 +288,13 @@ async function incrementalStatements(
   const upserts = await keyRecords(
     batch.filter((r) => !r.deleted),
     keyField,
-    new Set(),
+    newKeySet(),
     ctx.sha256Hex,
   )
   const deleted = await keyRecords(
     batch.filter((r) => r.deleted),
     keyField,
-    new Set(),
+    newKeySet(),
     ctx.sha256Hex,
   )
   counts.rowsWritten += upserts.length

@@ -11,7 +11,7 @@ import { systemContext } from '../../scheduler/run-due-syncs.ts'
 import { changeInsert } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import { loadPanelPlan } from '../rows/rows.materialise.ts'
-import { countRemovedKeys, deleteStatements, keyRecords, upsertStatements } from './datasources.records.ts'
+import { countRemovedKeys, deleteStatements, keyRecords, newKeySet, upsertStatements } from './datasources.records.ts'
 import type { DataSourceRow, SyncRunRow } from './datasources.schemas.ts'
 import { unsealConfig } from './datasources.secrets.ts'
 import { beginSync, type Counts, fail, finish } from './datasources.sync.ts'
@@ -257,7 +257,7 @@ async function applyData(ctx: ServiceContext, sourceId: number, events: WebhookE
   const upserts = await keyRecords(
     all.filter((r) => !r.deleted),
     keyField,
-    new Set(),
+    newKeySet(),
     ctx.sha256Hex,
   )
   const deletes = all.filter((r) => r.deleted).map((r) => r.key ?? keyText(evaluatePath(r.data, keyField)))

@@ -91,7 +91,7 @@ describe('POST /api/panels/{panelId}/datasources', () => {
     const { body } = await createSource(alice, panelId, apiConfig())
     const stored = await currentRecords(t, body.id)
     expect(stored).toHaveLength(3)
-    expect(stored[0].key).toMatch(/^[0-9a-f]{64}$/)
+    expect(stored[0].key).toMatch(/^[0-9a-f]{32}$/)
     expect(stored[1].key).toBe(`${stored[0].key}#2`)
   })
 
