@@ -17,6 +17,7 @@ import { formulasRouter } from './modules/formulas/formulas.routes.ts'
 import { healthRouter } from './modules/health/health.routes.ts'
 import { notificationsRouter } from './modules/notifications/notifications.routes.ts'
 import { panelsRouter } from './modules/panels/panels.routes.ts'
+import { exportRouter } from './modules/rows/rows.export.routes.ts'
 import { importRouter } from './modules/rows/rows.import.routes.ts'
 import { viewsRouter } from './modules/views/views.routes.ts'
 
@@ -65,6 +66,7 @@ export function createApp(makeDeps: MakeDeps) {
   app.route('/api', notificationsRouter)
   app.route('/api', formulasRouter)
   app.route('/api', importRouter)
+  app.route('/api', exportRouter)
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'Bearer', {
     type: 'http',

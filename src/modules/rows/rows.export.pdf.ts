@@ -21,7 +21,8 @@ interface PdfDoc {
 }
 type PdfKit = new (options: Record<string, unknown>) => PdfDoc
 
-async function loadPdfKit(runtime: string): Promise<PdfKit> {
+/** The library, loaded on first use; a runtime without it gets a 400 naming the runtime. */
+export async function loadPdfKit(runtime: string): Promise<PdfKit> {
   try {
     const mod = (await import('pdfkit')) as unknown as { default?: PdfKit }
     return (mod.default ?? mod) as PdfKit

@@ -1,0 +1,140 @@
+import { and, eq, inArray } from 'drizzle-orm'
+import { columns, type FilterCriterion } from '../../db/schema.ts'
+import { type FieldIssue, forbidden, invalid } from '../../errors.ts'
+import type { ServiceContext } from '../../http/context.ts'
+import { rowBatches } from '../views/views.query.run.ts'
+import { prepareViewRows } from '../views/views.query.ts'
+import { loadVisibleView } from '../views/views.service.ts'
+import { loadExcelJs, writeExcel } from './rows.export.excel.ts'
+import { loadPdfKit, writePdf } from './rows.export.pdf.ts'
+import { type DateRange, dateRangeOf, type ExportQueryInput } from './rows.export.schemas.ts'
+import { pushStream } from './rows.export.stream.ts'
+import { writeCsv, writeJson } from './rows.export.text.ts'
+import { CONTENT_TYPES, EXTENSIONS, type ExportColumn, type ExportFormat, type FormatWriter } from './rows.export.types.ts'
+
+/** Rows read per batch of an export. */
+const EXPORT_BATCH = 2000
+
+export interface ExportDownload {
+  body: ReadableStream<Uint8Array>
+  contentType: string
+  filename: string
+}
+
+/**
+ * `GET /api/views/{viewId}/export` (DATA-ENGINE: export; docs/import-export.md): every row of the
+ * view (its filters, the panel's cohort rule, its columns), narrowed by `dateRange`, up to
+ * `maxRows`, streamed in record order batch by batch through the format's writer, gzip-compressed
+ * on request. The view must be readable by the caller (404 otherwise); a published view of
+ * someone else whose `publishConfig.allowDownload` is false is a 403. Problems with the query are
+ * found before the download starts, so they are ordinary 400s.
+ */
+export async function exportView(ctx: ServiceContext, viewId: number, q: ExportQueryInput): Promise<ExportDownload> {
+  const { row: view } = await loadVisibleView(ctx, viewId)
+  const owner = ctx.scope.isAdmin || view.userId === ctx.scope.userId
+  if (!owner && view.publishConfig?.allowDownload === false) {
+    throw forbidden(`Downloads of view ${viewId} are turned off by its publisher (publishConfig.allowDownload)`)
+  }
+  const first = await prepareViewRows(ctx, view)
+  const range = dateRangeOf(q)
+  const filters = range ? [dateFilter(range, first.visible)] : []
+  const prepared = filters.length > 0 ? await prepareViewRows(ctx, view, { filters }) : first
+  const exportColumns = await withFormulas(ctx, prepared.visible)
+  const batches =
+    q.includeData === false
+      ? (async function* () {})()
+      : rowBatches(ctx, prepared, { batchSize: EXPORT_BATCH, maxRows: q.maxRows })
+  const table = {
+    title: view.name,
+    exportedAt: ctx.clock.now(),
+    columns: exportColumns,
+    includeFormulas: q.includeFormulas === true,
+    batches,
+  }
+  const writer = writerFor(q.format, ctx.runtime)
+  // The library of a binary format is loaded before the response starts: a runtime without it is a 400.
+  if (q.format === 'excel') await loadExcelJs(ctx.runtime)
+  if (q.format === 'pdf') await loadPdfKit(ctx.runtime)
+  let body = pushStream(
+    (push) => writer(table, push),
+    (err) => ctx.log.error('export failed after it started', { viewId, format: q.format, error: (err as Error)?.message }),
+  )
+  const gzip = q.compression === 'gzip'
+  if (gzip) body = body.pipeThrough(new CompressionStream('gzip') as unknown as TransformStream<Uint8Array, Uint8Array>)
+  const filename = `${slug(view.name)}-${stamp(table.exportedAt)}.${EXTENSIONS[q.format]}${gzip ? '.gz' : ''}`
+  return { body, contentType: gzip ? 'application/gzip' : CONTENT_TYPES[q.format], filename }
+}
+
+/** `attachment; filename="…"; filename*=UTF-8''…` */
+export const contentDisposition = (filename: string) =>
+  `attachment; filename="${filename.replace(/[^\x20-\x7e]|["\\]/g, '_')}"; filename*=UTF-8''${encodeURIComponent(filename)}`
+
+// --- Internal helpers ---
+
+function writerFor(format: ExportFormat, runtime: string): FormatWriter {
+  switch (format) {
+    case 'csv':
+      return writeCsv
+    case 'json':
+      return writeJson
+    case 'excel':
+      return (t, push) => writeExcel(t, push, runtime)
+    case 'pdf':
+      return (t, push) => writePdf(t, push, runtime)
+  }
+}
+
+/**
+ * The filter of a date range: `column` (default: the first date or date-time column the view
+ * shows), from `start` to `end`, both inclusive (a date-only end includes that whole day).
+ */
+function dateFilter(range: DateRange, visible: { name: string; kind: string }[]): FilterCriterion {
+  const issues: FieldIssue[] = []
+  const column = range.column ?? visible.find((c) => c.kind === 'date' || c.kind === 'datetime')?.name
+  if (!column)
+    issues.push({ path: 'dateRange[column]', message: 'required: the view shows no date column to apply the range to' })
+  if (range.start === undefined && range.end === undefined)
+    issues.push({ path: 'dateRange', message: 'needs start, end or both' })
+  if (range.start && range.end && Date.parse(range.start) > Date.parse(range.end)) {
+    issues.push({ path: 'dateRange[end]', message: 'must not be before dateRange[start]' })
+  }
+  if (issues.length > 0) throw invalid(issues, 'Invalid dateRange')
+  const columnTitle = column!
+  if (range.start !== undefined && range.end !== undefined)
+    return { columnTitle, operator: 'between', value: [range.start, range.end] }
+  if (range.start !== undefined) return { columnTitle, operator: 'greaterThanOrEqual', value: range.start }
+  return { columnTitle, operator: 'lessThanOrEqual', value: range.end }
+}
+
+/** The exported columns with their declared types and, for calculated ones, their formulas. */
+async function withFormulas(ctx: ServiceContext, visible: { id: number; name: string }[]): Promise<ExportColumn[]> {
+  if (visible.length === 0) return []
+  const rows = await ctx.db
+    .select({ id: columns.id, type: columns.type, formula: columns.formula })
+    .from(columns)
+    .where(
+      and(
+        eq(columns.tenantId, ctx.scope.tenantId),
+        inArray(
+          columns.id,
+          visible.map((c) => c.id),
+        ),
+      ),
+    )
+  const byId = new Map(rows.map((r) => [r.id, r]))
+  return visible.map((c) => ({ name: c.name, type: byId.get(c.id)?.type ?? 'text', formula: byId.get(c.id)?.formula ?? null }))
+}
+
+const slug = (name: string) =>
+  name
+    .normalize('NFKD')
+    .replace(/[^A-Za-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .toLowerCase()
+    .slice(0, 60) || 'view'
+
+const stamp = (d: Date) =>
+  d
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z')
