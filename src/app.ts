@@ -17,6 +17,7 @@ import { formulasRouter } from './modules/formulas/formulas.routes.ts'
 import { healthRouter } from './modules/health/health.routes.ts'
 import { notificationsRouter } from './modules/notifications/notifications.routes.ts'
 import { panelsRouter } from './modules/panels/panels.routes.ts'
+import { rowsRouter } from './modules/rows/rows.routes.ts'
 import { exportRouter } from './modules/rows/rows.export.routes.ts'
 import { importRouter } from './modules/rows/rows.import.routes.ts'
 import { viewsRouter } from './modules/views/views.routes.ts'
@@ -62,6 +63,7 @@ export function createApp(makeDeps: MakeDeps) {
   app.route('/api', webhooksRouter)
   app.route('/api', columnsRouter)
   app.route('/api', viewsRouter)
+  app.route('/api', rowsRouter)
   app.route('/api', changesRouter)
   app.route('/api', notificationsRouter)
   app.route('/api', formulasRouter)

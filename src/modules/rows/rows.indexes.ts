@@ -1,0 +1,85 @@
+import { and, asc, eq, sql } from 'drizzle-orm'
+import { columns } from '../../db/schema.ts'
+import type { Deps } from '../../deps.ts'
+import { cellPath } from './rows.sql.ts'
+
+/**
+ * The row index of a panel (docs/views-and-rows.md "Speed"): one partial covering index per panel,
+ *
+ *   records_p<panel>_rows_<hash> ON records (data_source_id, generation,
+ *     (cells ->> '$."<id>"') for each column, cells, errors) WHERE panel_id = <panel>
+ *
+ * Row queries (views.query.ts) name the same expressions and the same literal `panel_id`, so SQLite
+ * answers filters, sorts, counts, groups and pages from the index alone and reads each cell value
+ * from it instead of parsing the JSON (`->>`, unlike json_extract, may be replaced by an indexed
+ * value). The hash names the set of column ids: a new column set gets a new index and the old one
+ * is dropped. Plain SQLite DDL, so libSQL and D1 alike.
+ */
+
+/** Columns beyond this many (by id) are left out of the index; they are read from the JSON. */
+export const MAX_INDEXED_COLUMNS = 60
+
+/** Index names known to exist in this process (skips the schema lookup on hot reads). */
+const ensured = new Set<string>()
+
+const NAME = /^records_p\d+_rows_[0-9a-z]+$/
+
+/** The index name for a panel and its column ids. */
+export function rowIndexName(panelId: number, columnIds: number[]): string {
+  return `records_p${panelId}_rows_${fnv1a(indexedIds(columnIds).join(',')).toString(36)}`
+}
+
+/**
+ * Makes sure the panel's row index for these columns exists and drops its stale ones. Cheap once
+ * done (an in-process set); building it over a large panel takes about a second per 100k rows.
+ */
+export async function ensureRowIndex(db: Deps['db'], panelId: number, columnIds: number[]): Promise<void> {
+  const name = rowIndexName(panelId, columnIds)
+  if (ensured.has(name)) return
+  const prefix = `records\\_p${panelId}\\_rows\\_%`
+  const existing = await db.all<{ name: string }>(
+    sql`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'records' AND name LIKE ${prefix} ESCAPE '\\'`,
+  )
+  if (!existing.some((e) => e.name === name)) {
+    const cells = indexedIds(columnIds).map((id) => `(cells ->> ${cellPath(id)})`)
+    await db.run(
+      sql.raw(
+        `CREATE INDEX IF NOT EXISTS ${name} ON records (${['data_source_id', 'generation', ...cells, 'cells', 'errors'].join(', ')}) WHERE panel_id = ${panelId}`,
+      ),
+    )
+  }
+  for (const old of existing) {
+    if (old.name !== name && NAME.test(old.name)) {
+      await db.run(sql.raw(`DROP INDEX IF EXISTS ${old.name}`))
+      ensured.delete(old.name)
+    }
+  }
+  ensured.add(name)
+}
+
+/** After a column is created or deleted: the panel's index for its current columns (columns service). */
+export async function refreshRowIndex(db: Deps['db'], tenantId: string, panelId: number): Promise<void> {
+  const rows = await db
+    .select({ id: columns.id })
+    .from(columns)
+    .where(and(eq(columns.tenantId, tenantId), eq(columns.panelId, panelId)))
+    .orderBy(asc(columns.id))
+  await ensureRowIndex(
+    db,
+    panelId,
+    rows.map((r) => r.id),
+  )
+}
+
+// --- Internal helpers ---
+
+const indexedIds = (ids: number[]) => [...new Set(ids)].sort((a, b) => a - b).slice(0, MAX_INDEXED_COLUMNS)
+
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i)
+    h = Math.imul(h, 0x01000193)
+  }
+  return h >>> 0
+}

@@ -1,0 +1,30 @@
+import { createRoute } from '@hono/zod-openapi'
+import { ctxOf } from '../../http/auth.ts'
+import { bearer, createRouter, errorResponses, PanelIdParam } from '../../http/router.ts'
+import { RowsQuery, RowsResponse } from './rows.schemas.ts'
+import { listPanelRows } from './rows.service.ts'
+
+export const rowsRouteDescription =
+  'Paged rows of materialised cells (`page` 1-based, `limit` 1–100, default 50). `sort` (a column name) and `order` sort first; ' +
+  '`search` is a case-insensitive substring over `searchFields` (comma-separated column names) or every text column; ' +
+  '`filters` is a JSON array of FilterCriteria (all 18 operators, nested `conditions` groups). The panel cohort rule always applies. ' +
+  'Unknown columns and operators that cannot apply to a column type are 400s naming the criterion.'
+
+const panelRowsRoute = createRoute({
+  method: 'get',
+  path: '/panels/{panelId}/rows',
+  tags: ['Rows'],
+  summary: "A panel's rows (owner only): every column, the cohort rule applied",
+  description: rowsRouteDescription,
+  security: bearer,
+  request: { params: PanelIdParam, query: RowsQuery },
+  responses: {
+    200: { description: 'One page of rows', content: { 'application/json': { schema: RowsResponse } } },
+    ...errorResponses,
+  },
+})
+
+export const rowsRouter = createRouter().openapi(panelRowsRoute, async (c) => {
+  const query = c.req.valid('query')
+  return c.json(await listPanelRows(ctxOf(c, query), c.req.valid('param').panelId, query, c.req.url), 200)
+})

@@ -1,0 +1,63 @@
+import type { CohortRule } from '../../db/schema.ts'
+import type { ServiceContext } from '../../http/context.ts'
+import { requirePanel } from '../panels/panels.service.ts'
+import { queryRowsPage } from '../views/views.query.run.ts'
+import { type PreparedRows, prepareRows, prepareViewRows } from '../views/views.query.ts'
+import { loadVisibleView } from '../views/views.service.ts'
+import type { RowsQueryInput, RowsResponseDto } from './rows.schemas.ts'
+
+/**
+ * The row endpoints (DATA-ENGINE: Endpoints): a panel's rows (its owner, or an admin) and a view's
+ * rows (its owner, or any user of the tenant when published), paged, as the reference APIResponse.
+ */
+
+/** The panel's rows: every column, the cohort rule applied, the request's filters/sort/search. */
+export async function listPanelRows(
+  ctx: ServiceContext,
+  panelId: number,
+  q: RowsQueryInput,
+  url: string,
+): Promise<RowsResponseDto> {
+  const panel = await requirePanel(ctx, panelId)
+  const prepared = await prepareRows(ctx, { panel: { id: panel.id, cohortRule: panel.cohortRule as CohortRule } }, q)
+  return answer(ctx, prepared, q, url)
+}
+
+/** The view's rows: its filters, sorting, columns, groups and aggregations, plus the request's. */
+export async function listViewRows(
+  ctx: ServiceContext,
+  viewId: number,
+  q: RowsQueryInput,
+  url: string,
+): Promise<RowsResponseDto> {
+  const { row } = await loadVisibleView(ctx, viewId)
+  return answer(ctx, await prepareViewRows(ctx, row, q), q, url)
+}
+
+/** `meta` and `links` of a page (pages ≥ 1; a page past the end is empty, with prev pointing back). */
+export function pageMeta(total: number, page: number, limit: number, url: string) {
+  const pages = Math.max(1, Math.ceil(total / limit))
+  const at = (n: number) => {
+    const u = new URL(url)
+    u.searchParams.set('page', String(n))
+    u.searchParams.set('limit', String(limit))
+    return `${u.pathname}${u.search}`
+  }
+  return {
+    meta: { total, page, limit, pages, hasNext: page < pages, hasPrev: page > 1 },
+    links: {
+      first: at(1),
+      prev: page > 1 ? at(Math.min(page - 1, pages)) : null,
+      next: page < pages ? at(page + 1) : null,
+      last: at(pages),
+    },
+  }
+}
+
+async function answer(ctx: ServiceContext, prepared: PreparedRows, q: RowsQueryInput, url: string): Promise<RowsResponseDto> {
+  const result = await queryRowsPage(ctx, prepared, (q.page - 1) * q.limit, q.limit)
+  const body: RowsResponseDto = { data: result.rows, ...pageMeta(result.total, q.page, q.limit, url) }
+  if (result.groups) body.groups = result.groups
+  if (result.aggregations) body.aggregations = result.aggregations
+  return body
+}

@@ -1,0 +1,119 @@
+import { type SQL, sql } from 'drizzle-orm'
+import type { AggregateFunction } from '../../engine/filters/kinds.ts'
+import { isTextual } from '../../engine/filters/kinds.ts'
+import type { ColumnRef } from '../../engine/filters/resolve.ts'
+import { cell, isArrayCell } from '../rows/rows.sql.ts'
+
+/**
+ * groupBy and aggregations in SQL (DATA-ENGINE: groupBy and aggregations). `count` counts
+ * non-blank cells, `distinct` distinct non-blank values; sum/average/min/max/median ignore blanks
+ * (and anything that is not a number, for the numeric ones). Texts group and count distinct
+ * case-insensitively, like filters compare them. Medians come from a window query per function.
+ */
+
+export interface AggregateSpec {
+  /** The answer's key: the alias, else `<function>(<column>)`. */
+  key: string
+  fn: AggregateFunction
+  column: ColumnRef
+}
+
+/** At most this many groups are answered (ordered by key). */
+export const MAX_GROUPS = 1000
+
+/** `FROM … WHERE …` of the rows in scope, shared by every statement. */
+export type Scope = SQL
+
+export interface GroupRow {
+  key: Record<string, unknown>
+  count: number
+  aggregations: Record<string, unknown>
+}
+
+/** The statement of the overall aggregations (medians excluded). */
+export function overallSql(scope: Scope, aggs: AggregateSpec[]): SQL {
+  const cols = aggs.filter((a) => a.fn !== 'median').map((a, i) => sql`${aggregateExpr(a)} AS ${sql.raw(`a${i}`)}`)
+  return sql`SELECT count(*) AS n${cols.length ? sql`, ${sql.join(cols, sql`, `)}` : sql``} ${scope}`
+}
+
+/** The statement of the groups: one row per key with its count and aggregations (medians excluded). */
+export function groupsSql(scope: Scope, groupBy: ColumnRef[], aggs: AggregateSpec[]): SQL {
+  const keys = groupBy.flatMap((c, i) => [
+    sql`min(${isTextual(c.kind) ? sql`CAST(${cell(c.id)} AS TEXT)` : cell(c.id)}) AS ${sql.raw(`g${i}`)}`,
+    sql`max(${isArrayCell(c.id)}) AS ${sql.raw(`t${i}`)}`,
+  ])
+  const cols = aggs.filter((a) => a.fn !== 'median').map((a, i) => sql`${aggregateExpr(a)} AS ${sql.raw(`a${i}`)}`)
+  const by = groupBy.map(groupExpr)
+  const order = groupBy.flatMap((c) => [sql`${cell(c.id)} IS NULL`, groupExpr(c)])
+  return sql`SELECT ${sql.join([...keys, sql`count(*) AS n`, ...cols], sql`, `)} ${scope}
+    GROUP BY ${sql.join(by, sql`, `)} ORDER BY ${sql.join(order, sql`, `)} LIMIT ${sql.raw(String(MAX_GROUPS))}`
+}
+
+/** The median of one column, per group when `groupBy` is given (rows `k0…, m`). */
+export function medianSql(scope: Scope, groupBy: ColumnRef[], a: AggregateSpec): SQL {
+  const x = numeric(a.column)
+  const keys = groupBy.map(
+    (c, i) => sql`${isTextual(c.kind) ? sql`lower(CAST(${cell(c.id)} AS TEXT))` : cell(c.id)} AS ${sql.raw(`k${i}`)}`,
+  )
+  const names = groupBy.map((_, i) => sql.raw(`k${i}`))
+  const partition = names.length ? sql`PARTITION BY ${sql.join(names, sql`, `)}` : sql``
+  const select = names.length ? sql`${sql.join(names, sql`, `)}, ` : sql``
+  const group = names.length ? sql`GROUP BY ${sql.join(names, sql`, `)}` : sql``
+  return sql`SELECT ${select}avg(x) AS m FROM (
+      SELECT ${select}x, row_number() OVER (${partition} ORDER BY x) AS rn, count(*) OVER (${partition}) AS cnt
+      FROM (SELECT ${keys.length ? sql`${sql.join(keys, sql`, `)}, ` : sql``}${x} AS x ${scope} AND ${x} IS NOT NULL)
+    ) WHERE rn IN ((cnt + 1) / 2, (cnt + 2) / 2) ${group}`
+}
+
+/** Reads an aggregate value as the column's kind (booleans back from 1/0). */
+export function decodeAggregate(a: AggregateSpec, value: unknown): unknown {
+  if (value === null || value === undefined) return a.fn === 'sum' ? 0 : a.fn === 'count' || a.fn === 'distinct' ? 0 : null
+  if ((a.fn === 'min' || a.fn === 'max') && a.column.kind === 'boolean') return value === 1
+  return typeof value === 'bigint' ? Number(value) : value
+}
+
+/** A group key value as the column holds it (arrays parsed, booleans from 1/0). */
+export function decodeKey(column: ColumnRef, value: unknown, isArray: unknown): unknown {
+  if (value === null || value === undefined) return null
+  if (Number(isArray) === 1 && typeof value === 'string') {
+    try {
+      return JSON.parse(value)
+    } catch {
+      return value
+    }
+  }
+  if (column.kind === 'boolean' && (value === 0 || value === 1)) return value === 1
+  return value
+}
+
+/** The identity of a group for matching medians to groups: texts lowercased. */
+export const groupIdentity = (values: unknown[]): string =>
+  JSON.stringify(values.map((v) => (typeof v === 'string' ? v.toLowerCase() : (v ?? null))))
+
+// --- Internal helpers ---
+
+const groupExpr = (c: ColumnRef): SQL => (isTextual(c.kind) ? sql`CAST(${cell(c.id)} AS TEXT) COLLATE NOCASE` : cell(c.id))
+
+const numeric = (c: ColumnRef): SQL => sql`(CASE WHEN typeof(${cell(c.id)}) IN ('integer', 'real') THEN ${cell(c.id)} END)`
+
+function aggregateExpr(a: AggregateSpec): SQL {
+  const v = cell(a.column.id)
+  const text = isTextual(a.column.kind)
+  const present = text ? sql`CAST(nullif(${v}, '') AS TEXT) COLLATE NOCASE` : sql`nullif(${v}, '')`
+  switch (a.fn) {
+    case 'count':
+      return sql`count(nullif(${v}, ''))`
+    case 'distinct':
+      return sql`count(DISTINCT ${present})`
+    case 'sum':
+      return sql`sum(${numeric(a.column)})`
+    case 'average':
+      return sql`avg(${numeric(a.column)})`
+    case 'min':
+      return a.column.kind === 'number' ? sql`min(${numeric(a.column)})` : sql`min(${present})`
+    case 'max':
+      return a.column.kind === 'number' ? sql`max(${numeric(a.column)})` : sql`max(${present})`
+    default:
+      throw new Error(`${a.fn} is computed by its own statement`)
+  }
+}

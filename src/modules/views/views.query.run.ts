@@ -1,0 +1,134 @@
+import { type SQL, sql } from 'drizzle-orm'
+import type { ServiceContext } from '../../http/context.ts'
+import {
+  type AggregateSpec,
+  decodeAggregate,
+  decodeKey,
+  type GroupRow,
+  groupIdentity,
+  groupsSql,
+  medianSql,
+  overallSql,
+} from './views.query.aggregate.ts'
+import { type RecordRow, type Row, toRow } from './views.query.rows.ts'
+import { type PreparedRows, prepareViewRows, type RowParams } from './views.query.ts'
+import type { ViewRow } from './views.schemas.ts'
+
+/**
+ * Runs prepared row queries: one page with its total (and groups and aggregations when the view
+ * asks), read in one batch so they describe the same state; and every matching row in id-keyset
+ * batches for exports.
+ */
+
+export interface RowsPage {
+  rows: Row[]
+  total: number
+  groups?: GroupRow[]
+  aggregations?: Record<string, unknown>
+}
+
+/** The page at `offset` (`limit` rows in the query's order) with the total and the view's groups/aggregations. */
+export async function queryRowsPage(ctx: ServiceContext, q: PreparedRows, offset: number, limit: number): Promise<RowsPage> {
+  const medians = q.aggregations.filter((a) => a.fn === 'median')
+  const statements: SQL[] = [
+    sql`SELECT count(*) AS n ${q.scope}`,
+    sql`SELECT r.id, r.data_source_id, r.cells, r.errors ${q.scope} ORDER BY ${q.order} LIMIT ${limit} OFFSET ${offset}`,
+  ]
+  const aggregated = q.aggregations.length > 0
+  if (aggregated) statements.push(overallSql(q.scope, q.aggregations), ...medians.map((m) => medianSql(q.scope, [], m)))
+  if (q.groupBy.length > 0) {
+    statements.push(groupsSql(q.scope, q.groupBy, q.aggregations), ...medians.map((m) => medianSql(q.scope, q.groupBy, m)))
+  }
+  const [first, ...rest] = statements.map((s) => ctx.db.all<Record<string, unknown>>(s))
+  const results = (await ctx.db.batch([first, ...rest])) as Record<string, unknown>[][]
+  const [[count], records] = results
+  const page: RowsPage = {
+    rows: (records as unknown as RecordRow[]).map((r) => toRow(r, q.visible)),
+    total: Number(count?.n ?? 0),
+  }
+  let at = 2
+  if (aggregated) {
+    const overall = results[at++][0] ?? {}
+    const medianRows = medians.map(() => results[at++])
+    page.aggregations = aggregationValues(q.aggregations, overall, (m) => medianRows[medians.indexOf(m)][0]?.m)
+  }
+  if (q.groupBy.length > 0) {
+    const groupRows = results[at++]
+    const medianMaps = medians.map(() => medianMap(results[at++], q.groupBy.length))
+    page.groups = groupRows.map((g) => {
+      const values = q.groupBy.map((c, i) => decodeKey(c, g[`g${i}`], g[`t${i}`]))
+      const identity = groupIdentity(q.groupBy.map((_, i) => g[`g${i}`]))
+      return {
+        key: Object.fromEntries(q.groupBy.map((c, i) => [c.name, values[i]])),
+        count: Number(g.n),
+        aggregations: aggregationValues(q.aggregations, g, (m) => medianMaps[medians.indexOf(m)].get(identity)),
+      }
+    })
+  }
+  return page
+}
+
+export interface RowBatchOptions {
+  /** Rows per batch (default 1000). */
+  batchSize?: number
+  /** Stop after this many rows. */
+  maxRows?: number
+}
+
+/**
+ * Every row of a prepared query in batches by ascending record id (keyset, no OFFSET), so a long
+ * export never re-reads what it has passed. Each batch is one short read.
+ */
+export async function* rowBatches(ctx: ServiceContext, q: PreparedRows, options: RowBatchOptions = {}): AsyncGenerator<Row[]> {
+  const size = Math.max(1, Math.min(options.batchSize ?? 1000, 10_000))
+  let left = options.maxRows ?? Number.POSITIVE_INFINITY
+  let after = 0
+  while (left > 0) {
+    const n = Math.min(size, left)
+    const records = await ctx.db.all<RecordRow>(
+      sql`SELECT r.id, r.data_source_id, r.cells, r.errors ${q.scope} AND r.id > ${after} ORDER BY r.id LIMIT ${n}`,
+    )
+    if (records.length === 0) return
+    yield records.map((r) => toRow(r, q.visible))
+    left -= records.length
+    after = Number(records[records.length - 1].id)
+    if (records.length < n) return
+  }
+}
+
+/**
+ * Every row of a view the caller may read (already checked: loadVisibleView), in id-keyset
+ * batches, with the view's filters and cohort rule applied and its columns chosen. `params` may
+ * add request filters or a search. For export (DATA-ENGINE: Export).
+ */
+export async function* viewRowBatches(
+  ctx: ServiceContext,
+  view: ViewRow,
+  options: RowBatchOptions & { params?: RowParams } = {},
+): AsyncGenerator<Row[]> {
+  const prepared = await prepareViewRows(ctx, view, options.params)
+  yield* rowBatches(ctx, prepared, options)
+}
+
+// --- Internal helpers ---
+
+function aggregationValues(
+  aggs: AggregateSpec[],
+  row: Record<string, unknown>,
+  median: (a: AggregateSpec) => unknown,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {}
+  let i = 0
+  for (const a of aggs) {
+    out[a.key] = decodeAggregate(a, a.fn === 'median' ? median(a) : row[`a${i++}`])
+  }
+  return out
+}
+
+function medianMap(rows: Record<string, unknown>[], keys: number): Map<string, unknown> {
+  const map = new Map<string, unknown>()
+  for (const r of rows) {
+    map.set(groupIdentity(Array.from({ length: keys }, (_, i) => r[`k${i}`])), r.m)
+  }
+  return map
+}
