@@ -10,6 +10,7 @@ import { changeInsert, createdFields, diffFields } from '../changes/changes.serv
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import type { PanelDto } from '../panels/panels.schemas.ts'
 import { requirePanel } from '../panels/panels.service.ts'
+import { refreshRowIndex } from '../rows/rows.indexes.ts'
 import { bumpColumnsVersion, recomputeAfterColumnChange } from '../rows/rows.materialise.ts'
 import {
   type ColumnDto,
@@ -214,6 +215,7 @@ export async function deleteColumn(ctx: ServiceContext, id: number): Promise<voi
     }),
   ])
   await recomputeAfterColumnChange(ctx, row.panelId)
+  await refreshRowIndex(ctx.db, ctx.scope.tenantId, row.panelId)
 }
 
 // --- Internal helpers ---
@@ -359,5 +361,6 @@ async function insertColumn(ctx: ServiceContext, panel: PanelDto, column: NewCol
   // libSQL reports the new id as `lastInsertRowid`; D1 (Workers) as `meta.last_row_id`.
   const newId = inserted.lastInsertRowid ?? (inserted as { meta?: { last_row_id?: number } }).meta?.last_row_id
   await recomputeAfterColumnChange(ctx, panel.id)
+  await refreshRowIndex(ctx.db, ctx.scope.tenantId, panel.id)
   return toColumnDto({ ...values, id: Number(newId) })
 }
