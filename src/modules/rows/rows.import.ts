@@ -5,6 +5,7 @@ import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { changeInsert } from '../changes/changes.service.ts'
 import { createBaseColumn } from '../columns/columns.service.ts'
+import { notifyViewMembershipChanges, snapshotViewMembership } from '../notifications/notifications.membership.ts'
 import { requirePanel } from '../panels/panels.service.ts'
 import { readImportRows } from './rows.import.parse.ts'
 import { checkSourceFields, type PreparedImport, prepareImport } from './rows.import.prepare.ts'
@@ -16,19 +17,12 @@ import {
   ensureImportSource,
   existingByKey,
   type ImportSource,
+  idsByKey,
   insertStatements,
   type StoredRow,
   updateStatements,
 } from './rows.import.write.ts'
 import { loadPanelPlan, type PanelPlan, rowOf } from './rows.materialise.ts'
-
-/** Hooks around the write, e.g. the view-membership notifications (rows entered/left views). */
-export interface ImportHooks {
-  /** Called before the write with the ids of the records about to be updated. */
-  before?(ctx: ServiceContext, panelId: number, updatedIds: number[]): Promise<unknown>
-  /** Called after the write with what `before` answered and the ids of every record written. */
-  after?(ctx: ServiceContext, panelId: number, snapshot: unknown, writtenIds: number[]): Promise<void>
-}
 
 /**
  * `POST /api/panels/{panelId}/import` (DATA-ENGINE: import; docs/import-export.md). The whole file
@@ -38,13 +32,9 @@ export interface ImportHooks {
  * rules); rows with problems are rejected and reported, the others are stored — with their cells
  * computed — as records of the panel's `import` data source, inserted or (with `updateExisting`)
  * updated by their unique key, in one `db.batch` with the source's status and the change record.
+ * Then the owners of other users' views of the panel hear how many rows entered or left them.
  */
-export async function importIntoPanel(
-  ctx: ServiceContext,
-  panelId: number,
-  input: ImportInput,
-  hooks: ImportHooks = {},
-): Promise<ImportReportDto> {
+export async function importIntoPanel(ctx: ServiceContext, panelId: number, input: ImportInput): Promise<ImportReportDto> {
   const panel = await requirePanel(ctx, panelId)
   const { maxBytes, maxRows } = ctx.config.importLimits
   const own = input.config.validation.maxFileSize
@@ -77,7 +67,7 @@ export async function importIntoPanel(
   }
   const plan = await loadPanelPlan(ctx.db, ctx.scope.tenantId, panelId)
   const { inserts, updates } = await decide(ctx, prepared, source, plan, mapped, now, errors)
-  const snapshot = await hooks.before?.(
+  const before = await snapshotViewMembership(
     ctx,
     panelId,
     updates.map((u) => u.id),
@@ -107,10 +97,8 @@ export async function importIntoPanel(
   ])
   report.rowsImported = inserts.length
   report.rowsUpdated = updates.length
-  if (hooks.after) {
-    const written = await writtenIds(ctx, source, inserts, updates)
-    await hooks.after(ctx, panelId, snapshot, written)
-  }
+  const ids = await writtenIds(ctx, source, inserts, updates)
+  await notifyViewMembershipChanges(ctx, panelId, before, `import:${crypto.randomUUID()}`, { ids, cause: 'import' })
   return finish(report, source.id, created)
 }
 
@@ -208,11 +196,12 @@ async function decide(
 /** Ids of the records an import wrote (inserted ones found by key). */
 async function writtenIds(ctx: ServiceContext, source: ImportSource, inserts: StoredRow[], updates: { id: number }[]) {
   const ids = updates.map((u) => u.id)
-  const found = await existingByKey(
-    ctx.db,
-    source,
-    inserts.map((r) => r.key),
+  ids.push(
+    ...(await idsByKey(
+      ctx.db,
+      source,
+      inserts.map((r) => r.key),
+    )),
   )
-  for (const { id } of found.values()) ids.push(id)
   return ids
 }
