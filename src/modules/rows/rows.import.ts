@@ -67,6 +67,7 @@ export async function importIntoPanel(ctx: ServiceContext, panelId: number, inpu
   }
   const plan = await loadPanelPlan(ctx.db, ctx.scope.tenantId, panelId)
   const { inserts, updates } = await decide(ctx, prepared, source, plan, mapped, now, errors)
+  if (inserts.length + updates.length === 0) return finish(report, source.id, created)
   const before = await snapshotViewMembership(
     ctx,
     panelId,
