@@ -21,15 +21,26 @@ interface PdfDoc {
 }
 type PdfKit = new (options: Record<string, unknown>) => PdfDoc
 
-/** The library, loaded on first use; a runtime without it gets a 400 naming the runtime. */
+/**
+ * The library, loaded on first use. A runtime or build where it cannot run — it cannot load, or
+ * its standard fonts (read from its package files) are missing, as in a single-file bundle — gets a
+ * 400 naming the runtime before any byte is sent.
+ */
 export async function loadPdfKit(runtime: string): Promise<PdfKit> {
   try {
     const mod = (await import('pdfkit')) as unknown as { default?: PdfKit }
-    return (mod.default ?? mod) as PdfKit
+    const PDFDocument = (mod.default ?? mod) as PdfKit
+    new PDFDocument({ autoFirstPage: false }).font('Helvetica').font('Helvetica-Bold').font('Helvetica-Oblique')
+    return PDFDocument
   } catch {
     throw invalid(
-      [{ path: 'format', message: `pdf exports need the pdfkit library, which cannot run on the ${runtime} runtime` }],
-      `PDF exports are not available on the ${runtime} runtime; export as csv or json`,
+      [
+        {
+          path: 'format',
+          message: `pdf exports need the pdfkit library and its fonts, which are not available on the ${runtime} runtime`,
+        },
+      ],
+      `PDF exports are not available on the ${runtime} runtime; export as csv, json or excel`,
     )
   }
 }

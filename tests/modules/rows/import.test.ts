@@ -58,6 +58,26 @@ describe('POST /api/panels/{panelId}/import (csv)', () => {
     expect(changes[0].changes.import.newValue).toMatchObject({ rowsImported: 3, rowsRejected: 0 })
   })
 
+  it('keeps imported values when the panel is recomputed after a column change', async () => {
+    await baseColumn(alice, panelId, { name: 'Age', fhirPath: 'Patient.extension.age', type: 'number' })
+    const config = {
+      format: 'csv',
+      mapping: [
+        { sourceField: 'MRN', targetColumn: 'MRN' },
+        { sourceField: 'Age', targetColumn: 'Age' },
+      ],
+      options: { createColumns: true },
+    }
+    expect((await importFile(t, panelId, { content: CSV, name: 'p.csv' }, config)).body.rowsImported).toBe(3)
+    await calculatedColumn(alice, panelId, { name: 'Older', formula: '{Age} + 1', type: 'number' })
+    const rows = await storedRows(t, panelId)
+    expect(rows.map((r) => [r.cells.MRN, r.cells.Age, r.cells.Older])).toEqual([
+      ['1001', 36, 37],
+      ['1002', 45, 46],
+      ['1003', 41, 42],
+    ])
+  })
+
   it('appends rows without uniqueFields, identical rows included, into the same import source', async () => {
     const config = { format: 'csv', mapping: [{ sourceField: 'MRN', targetColumn: 'MRN' }], options: { createColumns: true } }
     const first = await importFile(t, panelId, { content: 'MRN\n1\n1\n', name: 'a.csv' }, config)
