@@ -21,9 +21,14 @@ export function cellPath(id: number): string {
 /** The cell of a column in the query's `r` (records) alias. */
 export const cell = (id: number): SQL => sql.raw(`(r.cells ->> ${cellPath(id)})`)
 
-/** True when the cell holds a JSON array (the `[` test keeps json_type off scalar rows). */
+/**
+ * True when the cell holds a JSON array. The range test (texts starting with `[`) is plain
+ * comparisons on the indexed value, so json_type runs only on the few rows that may be arrays.
+ */
 export const isArrayCell = (id: number): SQL =>
-  sql.raw(`(substr(r.cells ->> ${cellPath(id)}, 1, 1) = '[' AND json_type(r.cells, ${cellPath(id)}) = 'array')`)
+  sql.raw(
+    `((r.cells ->> ${cellPath(id)}) >= '[' AND (r.cells ->> ${cellPath(id)}) < '\\' AND json_type(r.cells, ${cellPath(id)}) = 'array')`,
+  )
 
 const TRUE = sql`1`
 const FALSE = sql`0`

@@ -2,7 +2,7 @@ import { type SQL, sql } from 'drizzle-orm'
 import type { AggregateFunction } from '../../engine/filters/kinds.ts'
 import { isTextual } from '../../engine/filters/kinds.ts'
 import type { ColumnRef } from '../../engine/filters/resolve.ts'
-import { cell, isArrayCell } from '../rows/rows.sql.ts'
+import { cell } from '../rows/rows.sql.ts'
 
 /**
  * groupBy and aggregations in SQL (DATA-ENGINE: groupBy and aggregations). `count` counts
@@ -38,31 +38,39 @@ export function overallSql(scope: Scope, aggs: AggregateSpec[]): SQL {
 
 /** The statement of the groups: one row per key with its count and aggregations (medians excluded). */
 export function groupsSql(scope: Scope, groupBy: ColumnRef[], aggs: AggregateSpec[]): SQL {
-  const keys = groupBy.flatMap((c, i) => [
-    sql`min(${isTextual(c.kind) ? sql`CAST(${cell(c.id)} AS TEXT)` : cell(c.id)}) AS ${sql.raw(`g${i}`)}`,
-    sql`max(${isArrayCell(c.id)}) AS ${sql.raw(`t${i}`)}`,
-  ])
+  const keys = groupBy.map((c, i) => sql`min(${cell(c.id)}) AS ${sql.raw(`g${i}`)}`)
   const cols = aggs.filter((a) => a.fn !== 'median').map((a, i) => sql`${aggregateExpr(a)} AS ${sql.raw(`a${i}`)}`)
   const by = groupBy.map(groupExpr)
-  const order = groupBy.flatMap((c) => [sql`${cell(c.id)} IS NULL`, groupExpr(c)])
+  // Ordered by the answered keys, so nothing but the group values passes through the sort.
+  const order = groupBy.flatMap((c, i) => {
+    const g = sql.raw(`g${i}`)
+    return [sql`${g} IS NULL`, isTextual(c.kind) ? sql`${g} COLLATE NOCASE` : g]
+  })
   return sql`SELECT ${sql.join([...keys, sql`count(*) AS n`, ...cols], sql`, `)} ${scope}
     GROUP BY ${sql.join(by, sql`, `)} ORDER BY ${sql.join(order, sql`, `)} LIMIT ${sql.raw(String(MAX_GROUPS))}`
 }
 
-/** The median of one column, per group when `groupBy` is given (rows `k0…, m`). */
+/**
+ * The median of one column (rows `m`), per group when `groupBy` is given (rows `k0…, m`): the
+ * middle value, or the mean of the two middle values. Overall it is one ordered read that skips
+ * to the middle (LIMIT/OFFSET from the count); per group, row numbers within each group.
+ */
 export function medianSql(scope: Scope, groupBy: ColumnRef[], a: AggregateSpec): SQL {
   const x = numeric(a.column)
-  const keys = groupBy.map(
-    (c, i) => sql`${isTextual(c.kind) ? sql`lower(CAST(${cell(c.id)} AS TEXT))` : cell(c.id)} AS ${sql.raw(`k${i}`)}`,
+  if (groupBy.length === 0) {
+    const n = sql`(SELECT count(*) ${scope} AND ${x} IS NOT NULL)`
+    return sql`SELECT avg(x) AS m FROM (SELECT ${x} AS x ${scope} AND ${x} IS NOT NULL ORDER BY 1 LIMIT 2 - ${n} % 2 OFFSET (${n} - 1) / 2)`
+  }
+  const keys = groupBy.map((c, i) => sql`${groupExpr(c)} AS ${sql.raw(`k${i}`)}`)
+  const names = sql.join(
+    groupBy.map((_, i) => sql.raw(`k${i}`)),
+    sql`, `,
   )
-  const names = groupBy.map((_, i) => sql.raw(`k${i}`))
-  const partition = names.length ? sql`PARTITION BY ${sql.join(names, sql`, `)}` : sql``
-  const select = names.length ? sql`${sql.join(names, sql`, `)}, ` : sql``
-  const group = names.length ? sql`GROUP BY ${sql.join(names, sql`, `)}` : sql``
-  return sql`SELECT ${select}avg(x) AS m FROM (
-      SELECT ${select}x, row_number() OVER (${partition} ORDER BY x) AS rn, count(*) OVER (${partition}) AS cnt
-      FROM (SELECT ${keys.length ? sql`${sql.join(keys, sql`, `)}, ` : sql``}${x} AS x ${scope} AND ${x} IS NOT NULL)
-    ) WHERE rn IN ((cnt + 1) / 2, (cnt + 2) / 2) ${group}`
+  return sql`SELECT ${names}, avg(x) AS m FROM (
+      SELECT ${names}, x, row_number() OVER w AS rn, count(*) OVER (w ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS cnt
+      FROM (SELECT ${sql.join(keys, sql`, `)}, ${x} AS x ${scope} AND ${x} IS NOT NULL)
+      WINDOW w AS (PARTITION BY ${names} ORDER BY x)
+    ) WHERE rn IN ((cnt + 1) / 2, (cnt + 2) / 2) GROUP BY ${names}`
 }
 
 /** Reads an aggregate value as the column's kind (booleans back from 1/0). */
@@ -72,12 +80,16 @@ export function decodeAggregate(a: AggregateSpec, value: unknown): unknown {
   return typeof value === 'bigint' ? Number(value) : value
 }
 
-/** A group key value as the column holds it (arrays parsed, booleans from 1/0). */
-export function decodeKey(column: ColumnRef, value: unknown, isArray: unknown): unknown {
+/**
+ * A group key value as the column holds it: booleans from 1/0, and a key that is the text of a
+ * JSON array (a list cell, or repeated values) as that array.
+ */
+export function decodeKey(column: ColumnRef, value: unknown): unknown {
   if (value === null || value === undefined) return null
-  if (Number(isArray) === 1 && typeof value === 'string') {
+  if (typeof value === 'string' && value.startsWith('[') && value.endsWith(']')) {
     try {
-      return JSON.parse(value)
+      const parsed = JSON.parse(value) as unknown
+      if (Array.isArray(parsed)) return parsed
     } catch {
       return value
     }
@@ -92,14 +104,14 @@ export const groupIdentity = (values: unknown[]): string =>
 
 // --- Internal helpers ---
 
-const groupExpr = (c: ColumnRef): SQL => (isTextual(c.kind) ? sql`CAST(${cell(c.id)} AS TEXT) COLLATE NOCASE` : cell(c.id))
+const groupExpr = (c: ColumnRef): SQL => (isTextual(c.kind) ? sql`${cell(c.id)} COLLATE NOCASE` : cell(c.id))
 
 const numeric = (c: ColumnRef): SQL => sql`(CASE WHEN typeof(${cell(c.id)}) IN ('integer', 'real') THEN ${cell(c.id)} END)`
 
 function aggregateExpr(a: AggregateSpec): SQL {
   const v = cell(a.column.id)
   const text = isTextual(a.column.kind)
-  const present = text ? sql`CAST(nullif(${v}, '') AS TEXT) COLLATE NOCASE` : sql`nullif(${v}, '')`
+  const present = text ? sql`nullif(${v}, '') COLLATE NOCASE` : sql`nullif(${v}, '')`
   switch (a.fn) {
     case 'count':
       return sql`count(nullif(${v}, ''))`

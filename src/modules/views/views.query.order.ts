@@ -27,7 +27,7 @@ export function orderSql(keys: SortKey[]): SQL {
     parts.push(sql`(${v} IS NULL OR ${v} = '') ${sql.raw(key.nullsFirst ? 'DESC' : 'ASC')}`)
     if (key.customOrder?.length) parts.push(customRank(v, key.customOrder))
     const dir = sql.raw(key.direction === 'desc' ? 'DESC' : 'ASC')
-    parts.push(isTextual(key.column.kind) ? sql`CAST(${v} AS TEXT) COLLATE NOCASE ${dir}` : sql`${v} ${dir}`)
+    parts.push(isTextual(key.column.kind) ? sql`${v} COLLATE NOCASE ${dir}` : sql`${v} ${dir}`)
   }
   parts.push(sql`r.id ASC`)
   return sql.join(parts, sql`, `)

@@ -56,7 +56,7 @@ export async function queryRowsPage(ctx: ServiceContext, q: PreparedRows, offset
     const groupRows = results[at++]
     const medianMaps = medians.map(() => medianMap(results[at++], q.groupBy.length))
     page.groups = groupRows.map((g) => {
-      const values = q.groupBy.map((c, i) => decodeKey(c, g[`g${i}`], g[`t${i}`]))
+      const values = q.groupBy.map((c, i) => decodeKey(c, g[`g${i}`]))
       const identity = groupIdentity(q.groupBy.map((_, i) => g[`g${i}`]))
       return {
         key: Object.fromEntries(q.groupBy.map((c, i) => [c.name, values[i]])),
