@@ -9,7 +9,7 @@ describe('FingerprintSet', () => {
     for (const v of values) expect(set.add(v)).toBe(true)
     for (const v of values) expect(set.add(v)).toBe(false)
     expect(set.add(2 ** 52 - 1)).toBe(true)
-    expect(set.add(0)).toBe(values.includes(0) ? false : true)
+    expect(set.add(0)).toBe(!values.includes(0))
   })
 })
 
