@@ -4,16 +4,17 @@ import type { Deps } from '../../deps.ts'
 import { cellPath } from './rows.sql.ts'
 
 /**
- * The row index of a panel (docs/views-and-rows.md "Speed"): one partial covering index per panel,
+ * The row index of a panel (docs/views-and-rows.md "Speed"): one partial index per panel,
  *
- *   records_p<panel>_rows_<hash> ON records (data_source_id, generation,
- *     (cells ->> '$."<id>"') for each column, cells, errors) WHERE panel_id = <panel>
+ *   records_p<panel>_cells_<hash> ON records (data_source_id, generation,
+ *     (cells ->> '$."<id>"') for each column) WHERE panel_id = <panel>
  *
  * Row queries (views.query.ts) name the same expressions and the same literal `panel_id`, so SQLite
- * answers filters, sorts, counts, groups and pages from the index alone and reads each cell value
- * from it instead of parsing the JSON (`->>`, unlike json_extract, may be replaced by an indexed
- * value). The hash names the set of column ids: a new column set gets a new index and the old one
- * is dropped. Plain SQLite DDL, so libSQL and D1 alike.
+ * filters, sorts, counts and groups from the index, reading each cell value from it instead of
+ * parsing the JSON (`->>`, unlike json_extract, may be replaced by an indexed value); the table is
+ * read only for the rows of a page and for cells that may hold arrays. The hash names the set of
+ * column ids: a new column set gets a new index and the old one is dropped. Plain SQLite DDL, so
+ * libSQL and D1 alike.
  */
 
 /** Columns beyond this many (by id) are left out of the index; they are read from the JSON. */
@@ -22,11 +23,11 @@ export const MAX_INDEXED_COLUMNS = 60
 /** Index names known to exist in this process (skips the schema lookup on hot reads). */
 const ensured = new Set<string>()
 
-const NAME = /^records_p\d+_rows_[0-9a-z]+$/
+const NAME = /^records_p\d+_(rows|cells)_[0-9a-z]+$/
 
 /** The index name for a panel and its column ids. */
 export function rowIndexName(panelId: number, columnIds: number[]): string {
-  return `records_p${panelId}_rows_${fnv1a(indexedIds(columnIds).join(',')).toString(36)}`
+  return `records_p${panelId}_cells_${fnv1a(indexedIds(columnIds).join(',')).toString(36)}`
 }
 
 /**
@@ -36,7 +37,7 @@ export function rowIndexName(panelId: number, columnIds: number[]): string {
 export async function ensureRowIndex(db: Deps['db'], panelId: number, columnIds: number[]): Promise<void> {
   const name = rowIndexName(panelId, columnIds)
   if (ensured.has(name)) return
-  const prefix = `records\\_p${panelId}\\_rows\\_%`
+  const prefix = `records\\_p${panelId}\\_%`
   const existing = await db.all<{ name: string }>(
     sql`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'records' AND name LIKE ${prefix} ESCAPE '\\'`,
   )
@@ -44,14 +45,15 @@ export async function ensureRowIndex(db: Deps['db'], panelId: number, columnIds:
     const cells = indexedIds(columnIds).map((id) => `(cells ->> ${cellPath(id)})`)
     await db.run(
       sql.raw(
-        `CREATE INDEX IF NOT EXISTS ${name} ON records (${['data_source_id', 'generation', ...cells, 'cells', 'errors'].join(', ')}) WHERE panel_id = ${panelId}`,
+        `CREATE INDEX IF NOT EXISTS ${name} ON records (${['data_source_id', 'generation', ...cells].join(', ')}) WHERE panel_id = ${panelId}`,
       ),
     )
   }
   for (const old of existing) {
     if (old.name !== name && NAME.test(old.name)) {
-      await db.run(sql.raw(`DROP INDEX IF EXISTS ${old.name}`))
       ensured.delete(old.name)
+      // A stale index only costs writes; one that cannot be dropped now (busy) goes next time.
+      await db.run(sql.raw(`DROP INDEX IF EXISTS ${old.name}`)).catch(() => undefined)
     }
   }
   ensured.add(name)

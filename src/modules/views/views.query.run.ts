@@ -30,10 +30,7 @@ export interface RowsPage {
 /** The page at `offset` (`limit` rows in the query's order) with the total and the view's groups/aggregations. */
 export async function queryRowsPage(ctx: ServiceContext, q: PreparedRows, offset: number, limit: number): Promise<RowsPage> {
   const medians = q.aggregations.filter((a) => a.fn === 'median')
-  const statements: SQL[] = [
-    sql`SELECT count(*) AS n ${q.scope}`,
-    sql`SELECT r.id, r.data_source_id, r.cells, r.errors ${q.scope} ORDER BY ${q.order} LIMIT ${limit} OFFSET ${offset}`,
-  ]
+  const statements: SQL[] = [sql`SELECT count(*) AS n ${q.scope}`, pageSql(q, offset, limit)]
   const aggregated = q.aggregations.length > 0
   if (aggregated) statements.push(overallSql(q.scope, q.aggregations), ...medians.map((m) => medianSql(q.scope, [], m)))
   if (q.groupBy.length > 0) {
@@ -111,6 +108,15 @@ export async function* viewRowBatches(
 }
 
 // --- Internal helpers ---
+
+/**
+ * The page: record ids sorted and cut from the row index alone, then only those records read, in
+ * that order (numbered as they come out of the ordered, limited subquery).
+ */
+const pageSql = (q: PreparedRows, offset: number, limit: number): SQL => sql`
+  SELECT x.id, x.data_source_id, x.cells, x.errors
+  FROM (SELECT id, row_number() OVER () AS n FROM (SELECT r.id AS id ${q.scope} ORDER BY ${q.order} LIMIT ${limit} OFFSET ${offset})) p
+  JOIN records x ON x.id = p.id ORDER BY p.n`
 
 function aggregationValues(
   aggs: AggregateSpec[],
