@@ -1,0 +1,50 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { viewRowBatches } from '../../../src/modules/views/views.query.run.ts'
+import { loadVisibleView } from '../../../src/modules/views/views.service.ts'
+import { serviceCtx } from '../../helpers/app.ts'
+import { type RowsWorld, rowsWorld } from '../rows/fixtures.ts'
+
+/** viewRowBatches: every matching row of a view in id-keyset batches (for exports). */
+
+let w: RowsWorld
+let viewId: number
+beforeAll(async () => {
+  w = await rowsWorld()
+  const view = await w.alice.post('/api/views', {
+    name: 'Batches',
+    panelId: w.panelId,
+    filters: [{ columnTitle: 'Age', operator: 'isNotNull' }],
+    sorting: [{ columnTitle: 'Age', direction: 'desc' }],
+    config: { columns: ['Name', 'Age'] },
+  })
+  viewId = view.body.id
+})
+afterAll(() => w.server.close())
+
+async function collect(options: Parameters<typeof viewRowBatches>[2]) {
+  const ctx = serviceCtx(w.t.deps, 'tenant-a', 'alice')
+  const { row } = await loadVisibleView(ctx, viewId)
+  const batches: unknown[][] = []
+  for await (const batch of viewRowBatches(ctx, row, options)) batches.push(batch)
+  return batches
+}
+
+describe('viewRowBatches', () => {
+  it('yields every matching row in id order, in batches, with the view columns', async () => {
+    const batches = await collect({ batchSize: 2 })
+    expect(batches.map((b) => b.length)).toEqual([2, 2, 1])
+    expect(batches.flat()).toEqual([
+      { _id: w.ids.p1, _source: w.sourceId, Name: 'Ada', Age: 36 },
+      { _id: w.ids.p2, _source: w.sourceId, Name: 'grace', Age: 45 },
+      { _id: w.ids.p3, _source: w.sourceId, Name: 'Alan', Age: 41 },
+      { _id: w.ids.p5, _source: w.sourceId, Name: 'Zoe', Age: 29 },
+      { _id: w.ids.p6, _source: w.sourceId, Name: 'Bob', Age: 67 },
+    ])
+  })
+
+  it('stops at maxRows and adds request filters', async () => {
+    expect((await collect({ batchSize: 2, maxRows: 3 })).flat()).toHaveLength(3)
+    const filtered = await collect({ params: { filters: [{ columnTitle: 'Name', operator: 'startsWith', value: 'a' }] } })
+    expect(filtered.flat().map((r) => (r as { Name: string }).Name)).toEqual(['Ada', 'Alan'])
+  })
+})
