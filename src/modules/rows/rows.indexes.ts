@@ -20,8 +20,14 @@ import { cellPath } from './rows.sql.ts'
 /** Columns beyond this many (by id) are left out of the index; they are read from the JSON. */
 export const MAX_INDEXED_COLUMNS = 60
 
-/** Index names known to exist in this process (skips the schema lookup on hot reads). */
-const ensured = new Set<string>()
+/** Index names known to exist, per database handle (skips the schema lookup on hot reads). */
+const known = new WeakMap<object, Set<string>>()
+
+function ensuredIn(db: object): Set<string> {
+  let set = known.get(db)
+  if (!set) known.set(db, (set = new Set()))
+  return set
+}
 
 const NAME = /^records_p\d+_(rows|cells)_[0-9a-z]+$/
 
@@ -36,6 +42,7 @@ export function rowIndexName(panelId: number, columnIds: number[]): string {
  */
 export async function ensureRowIndex(db: Deps['db'], panelId: number, columnIds: number[]): Promise<void> {
   const name = rowIndexName(panelId, columnIds)
+  const ensured = ensuredIn(db)
   if (ensured.has(name)) return
   const prefix = `records\\_p${panelId}\\_%`
   const existing = await db.all<{ name: string }>(
