@@ -24,8 +24,8 @@ export const MAX_INDEXED_COLUMNS = 60
 const known = new WeakMap<object, Set<string>>()
 
 function ensuredIn(db: object): Set<string> {
-  let set = known.get(db)
-  if (!set) known.set(db, (set = new Set()))
+  const set = known.get(db) ?? new Set<string>()
+  known.set(db, set)
   return set
 }
 
