@@ -91,10 +91,12 @@ export async function recomputePanel(db: Deps['db'], tenantId: string, panelId: 
         const row = rowOf(plan, r.data_source_id, JSON.parse(r.data), at)
         return [r.id, row.cells, row.errors.length > 0 ? row.errors : null]
       })
+      // `+records.tenant_id` keeps SQLite from driving the update by the tenant index (a scan of
+      // every tenant row per payload row); the row ids come from a tenant-scoped read anyway.
       await db.run(sql`
         UPDATE records SET cells = j.value -> 1, errors = j.value -> 2, cells_version = ${plan.version}
         FROM json_each(${JSON.stringify(payload)}) j
-        WHERE records.id = j.value ->> 0 AND records.tenant_id = ${tenantId}`)
+        WHERE records.id = j.value ->> 0 AND +records.tenant_id = ${tenantId}`)
       written += batch.length
       after = batch[batch.length - 1].id
     }
