@@ -17,9 +17,9 @@ import { formulasRouter } from './modules/formulas/formulas.routes.ts'
 import { healthRouter } from './modules/health/health.routes.ts'
 import { notificationsRouter } from './modules/notifications/notifications.routes.ts'
 import { panelsRouter } from './modules/panels/panels.routes.ts'
-import { rowsRouter } from './modules/rows/rows.routes.ts'
 import { exportRouter } from './modules/rows/rows.export.routes.ts'
 import { importRouter } from './modules/rows/rows.import.routes.ts'
+import { rowsRouter } from './modules/rows/rows.routes.ts'
 import { viewsRouter } from './modules/views/views.routes.ts'
 
 export const OPENAPI_INFO = {
