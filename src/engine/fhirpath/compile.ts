@@ -71,37 +71,14 @@ export function compileFhirPath(expression: string): CompiledFhirPath {
     const message = (err as Error)?.message ?? String(err)
     if (/not implemented|is not a function|unknown function|Unsupported/i.test(message)) throw new FhirPathError(message)
   }
-  const simple = SIMPLE_PATH.test(expression) ? expression.split('.') : undefined
+  const fast = fastPath(expression)
   return {
     expression,
-    // Plain records (CSV rows, API items: no resourceType) read by a plain dotted path skip the
-    // FHIRPath engine: same result (navigation flattening lists), ~10x cheaper per cell.
-    evaluate: simple
-      ? (resource) => (isPlainRecord(resource) ? navigate(resource, simple) : fn(resource))
-      : (resource) => fn(resource),
+    // Member paths (`Patient.name.given`, optionally `.first()`) skip the FHIRPath engine: same
+    // result, ~10x cheaper per cell. Anything the navigator cannot answer exactly (a choice type
+    // such as `Observation.value`) goes to the engine.
+    evaluate: fast ? (resource) => fast(resource) ?? fn(resource) : (resource) => fn(resource),
   }
-}
-
-const SIMPLE_PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$/
-
-const isPlainRecord = (r: unknown): r is Record<string, unknown> =>
-  typeof r === 'object' && r !== null && !Array.isArray(r) && !('resourceType' in r)
-
-/** FHIRPath member navigation over plain JSON: lists flatten, missing members and nulls vanish. */
-function navigate(record: Record<string, unknown>, segments: string[]): unknown[] {
-  let current: unknown[] = [record]
-  for (const segment of segments) {
-    const next: unknown[] = []
-    for (const item of current) {
-      if (typeof item !== 'object' || item === null || !Object.hasOwn(item, segment)) continue
-      const value = (item as Record<string, unknown>)[segment]
-      if (Array.isArray(value)) {
-        for (const v of value) if (v !== null && v !== undefined) next.push(v)
-      } else if (value !== null && value !== undefined) next.push(value)
-    }
-    current = next
-  }
-  return current
 }
 
 /** The problem with an expression, or undefined when it compiles. */
@@ -125,4 +102,59 @@ function toFhirPathError(expression: string, err: unknown): FhirPathError {
   let position = column
   for (let i = 0; i < line - 1 && i < lines.length; i++) position += lines[i].length + 1
   return new FhirPathError(`Invalid FHIRPath at position ${position}: ${match[3].trim()}`, position)
+}
+
+const SIMPLE_PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(\.first\(\))?$/
+
+/**
+ * A navigator for member paths, or undefined for any other expression. It answers undefined for a
+ * record it cannot read exactly, and the caller then asks the engine. On a FHIR resource a leading
+ * type name (`Patient.`) must match `resourceType` (else the result is empty, as in FHIRPath).
+ */
+function fastPath(expression: string): ((resource: unknown) => unknown[] | undefined) | undefined {
+  if (!SIMPLE_PATH.test(expression)) return undefined
+  const first = expression.endsWith('.first()')
+  const segments = (first ? expression.slice(0, -'.first()'.length) : expression).split('.')
+  const typed = /^[A-Z]/.test(segments[0])
+  return (resource) => {
+    if (typeof resource !== 'object' || resource === null || Array.isArray(resource)) return undefined
+    const resourceType = (resource as { resourceType?: unknown }).resourceType
+    let path = segments
+    if (resourceType !== undefined && typed) {
+      if (segments[0] !== resourceType) return []
+      path = segments.slice(1)
+    }
+    const found = navigate(resource as Record<string, unknown>, path, resourceType !== undefined)
+    return found && first ? found.slice(0, 1) : found
+  }
+}
+
+/**
+ * FHIRPath member navigation over JSON: lists flatten, missing members and nulls vanish. On FHIR
+ * data a missing member that has a choice-type sibling (`value` → `valueQuantity`) cannot be read
+ * without the model: undefined then.
+ */
+function navigate(record: Record<string, unknown>, segments: string[], fhir: boolean): unknown[] | undefined {
+  let current: unknown[] = [record]
+  for (const segment of segments) {
+    const next: unknown[] = []
+    for (const item of current) {
+      if (typeof item !== 'object' || item === null) continue
+      if (!Object.hasOwn(item, segment)) {
+        if (
+          fhir &&
+          Object.keys(item).some((k) => k.length > segment.length && k.startsWith(segment) && /[A-Z]/.test(k[segment.length]))
+        ) {
+          return undefined
+        }
+        continue
+      }
+      const value = (item as Record<string, unknown>)[segment]
+      if (Array.isArray(value)) {
+        for (const v of value) if (v !== null && v !== undefined) next.push(v)
+      } else if (value !== null && value !== undefined) next.push(value)
+    }
+    current = next
+  }
+  return current
 }
