@@ -23,7 +23,8 @@ export interface StoredRow {
   errors: unknown[] | null
 }
 
-/** Keys per lookup statement. */
+/** Keys per lookup statement. Lookups are `json_each CROSS JOIN records`: SQLite then walks the keys and
+ * probes the (source, generation, key) index for each, never the other way round. */
 const KEYS_PER_LOOKUP = 1000
 
 /**
@@ -70,7 +71,7 @@ export async function existingByKey(
   for (let i = 0; i < keys.length; i += KEYS_PER_LOOKUP) {
     const rows = await db.all<{ id: number; key: string; data: string }>(sql`
       SELECT r.id, r.key, r.data FROM json_each(${JSON.stringify(keys.slice(i, i + KEYS_PER_LOOKUP))}) j
-      JOIN records r ON r.data_source_id = ${source.id} AND r.generation = ${source.generation} AND r.key = j.value`)
+      CROSS JOIN records r ON r.data_source_id = ${source.id} AND r.generation = ${source.generation} AND r.key = j.value`)
     for (const r of rows) found.set(r.key, { id: Number(r.id), data: JSON.parse(r.data) })
   }
   return found
@@ -82,7 +83,7 @@ export async function idsByKey(db: Db, source: ImportSource, keys: string[]): Pr
   for (let i = 0; i < keys.length; i += KEYS_PER_LOOKUP) {
     const rows = await db.all<{ id: number }>(sql`
       SELECT r.id FROM json_each(${JSON.stringify(keys.slice(i, i + KEYS_PER_LOOKUP))}) j
-      JOIN records r ON r.data_source_id = ${source.id} AND r.generation = ${source.generation} AND r.key = j.value`)
+      CROSS JOIN records r ON r.data_source_id = ${source.id} AND r.generation = ${source.generation} AND r.key = j.value`)
     for (const r of rows) ids.push(Number(r.id))
   }
   return ids
@@ -106,7 +107,7 @@ export async function contentKeys(
   for (let i = 0; i < distinct.length; i += KEYS_PER_LOOKUP) {
     const rows = await db.all<{ key: string }>(sql`
       SELECT r.key FROM json_each(${JSON.stringify(distinct.slice(i, i + KEYS_PER_LOOKUP))}) j
-      JOIN records r ON r.data_source_id = ${source.id} AND r.generation = ${source.generation}
+      CROSS JOIN records r ON r.data_source_id = ${source.id} AND r.generation = ${source.generation}
         AND r.key >= j.value AND r.key < j.value || '$'`)
     for (const r of rows) taken.add(r.key)
   }
