@@ -34,8 +34,10 @@ export const panels = sqliteTable(
     description: text(),
     metadata: text({ mode: 'json' }).$type<Record<string, unknown>>(),
     cohortRule: text({ mode: 'json' }).$type<CohortRule>().notNull(),
-    /** Bumped by every column change; rows materialised with an older version are recomputed. */
+    /** Bumped by every column change (in the change's batch). */
     columnsVersion: integer().notNull().default(0),
+    /** The columns version every row's cells were last recomputed with; behind columnsVersion = stale. */
+    materialisedVersion: integer().notNull().default(0),
     ...timestamps,
     deletedAt: text(),
   },

@@ -19,7 +19,7 @@ export function startScheduler(deps: Deps) {
     if (busy) return
     busy = true
     running = runDueSyncs(deps)
-      .then((r) => r.started + r.recovered > 0 && deps.log.info('scheduled syncs', { ...r }))
+      .then((r) => r.started + r.recovered + r.recomputed > 0 && deps.log.info('scheduler step', { ...r }))
       .catch((err) => deps.log.error('scheduler step failed', { error: (err as Error)?.message }))
       .finally(() => {
         busy = false

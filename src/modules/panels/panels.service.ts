@@ -138,7 +138,7 @@ export async function createPanel(ctx: ServiceContext, input: CreatePanelInput):
   await invalidateLists(ctx, values.userId)
   // libSQL reports the new id as `lastInsertRowid`; D1 (Workers) as `meta.last_row_id`.
   const newId = inserted.lastInsertRowid ?? (inserted as { meta?: { last_row_id?: number } }).meta?.last_row_id
-  return toPanelDto({ ...values, id: Number(newId), columnsVersion: 0, deletedAt: null })
+  return toPanelDto({ ...values, id: Number(newId), columnsVersion: 0, materialisedVersion: 0, deletedAt: null })
 }
 
 /** Updates name, description, metadata or cohort rule; records the diff and notifies view owners. */

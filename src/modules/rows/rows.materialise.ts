@@ -17,8 +17,9 @@ type ColumnRow = typeof columns.$inferSelect
 /**
  * Materialised rows (DATA-ENGINE: Rows): cells are computed when records are written and when
  * columns change, so reading a view never evaluates FHIRPath or formulas. Every column change bumps
- * the panel's `columns_version`; rows carry the version they were computed with, and a recompute
- * brings every row of an older version (or without cells) up to date, in batches by id.
+ * the panel's `columns_version`; a recompute reads every row of the panel in batches by id, writes
+ * back only the rows whose cells changed, and then marks the panel `materialised_version` = that
+ * version. A panel whose two versions differ is stale and is recomputed again.
  */
 
 /** Rows per recompute batch: read, computed and written back together. */
@@ -68,40 +69,55 @@ export const bumpColumnsVersion = (db: Deps['db'], tenantId: string, panelId: nu
   db.run(sql`UPDATE panels SET columns_version = columns_version + 1 WHERE id = ${panelId} AND tenant_id = ${tenantId}`)
 
 /**
- * Recomputes every stale row of a panel (older version, or never materialised), batch by batch,
- * never loading the panel whole. When the columns change again meanwhile, it goes on with the new
- * plan until no stale row is left. Answers the number of rows written.
+ * Recomputes a panel's rows with its current columns, batch by batch (never loading the panel
+ * whole), writing only rows whose cells or errors changed. When the columns change again meanwhile
+ * it starts over with the new plan, so it ends with the panel marked up to date. Answers the number
+ * of rows rewritten.
  */
 export async function recomputePanel(db: Deps['db'], tenantId: string, panelId: number, now: () => Date): Promise<number> {
   let written = 0
   for (;;) {
     const plan = await loadPanelPlan(db, tenantId, panelId)
     let after = 0
-    let stale = false
     for (;;) {
-      const batch = await db.all<{ id: number; data_source_id: number; data: string }>(sql`
-        SELECT id, data_source_id, data FROM records
+      const batch = await db.all<{
+        id: number
+        data_source_id: number
+        data: string
+        cells: string | null
+        errors: string | null
+      }>(sql`
+        SELECT id, data_source_id, data, cells, errors FROM records
         WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} AND id > ${after}
-          AND (cells_version < ${plan.version} OR cells IS NULL)
         ORDER BY id LIMIT ${RECOMPUTE_BATCH}`)
       if (batch.length === 0) break
-      stale = true
+      after = batch[batch.length - 1].id
       const at = now()
-      const payload = batch.map((r) => {
+      const changed: unknown[] = []
+      for (const r of batch) {
         const row = rowOf(plan, r.data_source_id, JSON.parse(r.data), at)
-        return [r.id, row.cells, row.errors.length > 0 ? row.errors : null]
-      })
+        const cells = JSON.stringify(row.cells)
+        const errors = row.errors.length > 0 ? JSON.stringify(row.errors) : null
+        if (cells !== r.cells || errors !== r.errors) changed.push([r.id, row.cells, row.errors.length > 0 ? row.errors : null])
+      }
+      if (changed.length === 0) continue
       // `+records.tenant_id` keeps SQLite from driving the update by the tenant index (a scan of
       // every tenant row per payload row); the row ids come from a tenant-scoped read anyway.
       await db.run(sql`
-        UPDATE records SET cells = j.value -> 1, errors = j.value -> 2, cells_version = ${plan.version}
-        FROM json_each(${JSON.stringify(payload)}) j
+        UPDATE records SET cells = j.value -> 1, errors = nullif(j.value -> 2, 'null'), cells_version = ${plan.version}
+        FROM json_each(${JSON.stringify(changed)}) j
         WHERE records.id = j.value ->> 0 AND +records.tenant_id = ${tenantId}`)
-      written += batch.length
-      after = batch[batch.length - 1].id
+      written += changed.length
     }
-    const [current] = await db.select({ version: panels.columnsVersion }).from(panels).where(eq(panels.id, panelId))
-    if (!stale || !current || current.version === plan.version) return written
+    const done = await db.run(sql`
+      UPDATE panels SET materialised_version = ${plan.version}
+      WHERE id = ${panelId} AND tenant_id = ${tenantId} AND columns_version = ${plan.version}`)
+    if (affected(done) > 0) return written
+    const [panel] = await db
+      .select({ id: panels.id })
+      .from(panels)
+      .where(and(eq(panels.id, panelId), eq(panels.tenantId, tenantId)))
+    if (!panel) return written
   }
 }
 
@@ -124,10 +140,8 @@ export async function recomputeAfterColumnChange(ctx: ServiceContext, panelId: n
 /** The scheduler's sweep: recomputes panels whose rows are stale (at most `limit` panels per call). */
 export async function recomputeStalePanels(deps: Deps, limit = 5): Promise<number> {
   const stale = await deps.db.all<{ id: number; tenant_id: string }>(sql`
-    SELECT p.id, p.tenant_id FROM panels p
-    WHERE p.deleted_at IS NULL AND EXISTS (
-      SELECT 1 FROM records r WHERE r.tenant_id = p.tenant_id AND r.panel_id = p.id
-        AND (r.cells_version < p.columns_version OR r.cells IS NULL))
+    SELECT id, tenant_id FROM panels
+    WHERE deleted_at IS NULL AND materialised_version <> columns_version
     LIMIT ${limit}`)
   let rows = 0
   for (const p of stale) rows += await recomputePanel(deps.db, p.tenant_id, p.id, () => deps.clock.now())
@@ -135,6 +149,9 @@ export async function recomputeStalePanels(deps: Deps, limit = 5): Promise<numbe
 }
 
 // --- Internal helpers ---
+
+const affected = (r: unknown) =>
+  Number((r as { rowsAffected?: number }).rowsAffected ?? (r as { meta?: { changes?: number } }).meta?.changes ?? 0)
 
 function orderColumns(rows: ColumnRow[]): ColumnDefinition[] {
   const base = rows.filter((c) => c.columnType === 'base')

@@ -60,7 +60,7 @@ describe('compileFhirPath', () => {
     it(`answers ${expression} exactly as the FHIRPath engine does`, () => {
       const compiled = compileFhirPath(expression)
       for (const record of [patient, observation, plain]) {
-        expect(compiled.evaluate(record)).toEqual(fhirpath.evaluate(record, expression, null, r4))
+        expect(compiled.evaluate(record)).toEqual(fhirpath.evaluate(record, expression, undefined, r4))
       }
     })
   }

@@ -1,0 +1,1 @@
+ALTER TABLE `panels` ADD `materialised_version` integer DEFAULT 0 NOT NULL;
