@@ -140,6 +140,11 @@ describe('GET /api/views/{id}/export (access)', () => {
       publishConfig: { permissions: ['read'], userGroups: [], ...(allowDownload === undefined ? {} : { allowDownload }) },
     })
 
+  it('answers 401 without a token and 403 when the query names another tenant', async () => {
+    expect((await t.app.request(`/api/views/${viewId}/export?format=csv`)).status).toBe(401)
+    expect((await download('?format=csv&tenantId=tenant-b')).res.status).toBe(403)
+  })
+
   it("answers 404 for another tenant's view and for another user's unpublished view", async () => {
     const eve = await download('?format=csv', 'eve', 'tenant-b')
     expect(eve.res.status).toBe(404)

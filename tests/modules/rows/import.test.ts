@@ -238,6 +238,11 @@ describe('POST /api/panels/{panelId}/import (tenancy)', () => {
     expect(await footprint(t, panelId)).toEqual(before)
   })
 
+  it('answers 401 without a token, before reading the body', async () => {
+    const res = await t.app.request(`/api/panels/${panelId}/import`, { method: 'POST', body: '{}' })
+    expect(res.status).toBe(401)
+  })
+
   it('answers 403 when the body names another tenant', async () => {
     const res = await t.app.request(`/api/panels/${panelId}/import`, {
       method: 'POST',
