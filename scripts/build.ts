@@ -9,10 +9,26 @@
  */
 import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { builtinModules } from 'node:module'
-import { build } from 'esbuild'
+import { fileURLToPath } from 'node:url'
+import { build, type Plugin } from 'esbuild'
 
 /** The packages left outside the bundle: native code. */
 export const EXTERNAL_PACKAGES = ['@libsql/client']
+
+/**
+ * pdfkit's Node build reads its standard fonts from its own package folder at run time, which a
+ * single-file bundle does not have; its browser build has no file access and takes the fonts through
+ * `registerStdFonts` (src/modules/rows/rows.export.pdf.ts registers them from their own modules,
+ * which the bundle includes). The bundle therefore uses the browser build.
+ */
+const pdfkitSelfContained: Plugin = {
+  name: 'pdfkit-self-contained',
+  setup(b) {
+    b.onResolve({ filter: /^pdfkit$/ }, () => ({
+      path: fileURLToPath(new URL('../node_modules/pdfkit/js/pdfkit.browser.mjs', import.meta.url)),
+    }))
+  },
+}
 
 type LockEntry = {
   version: string
@@ -91,6 +107,7 @@ export async function buildNode(outdir = 'dist') {
     sourcemap: true,
     legalComments: 'none',
     external: EXTERNAL_PACKAGES,
+    plugins: [pdfkitSelfContained],
     // Bundled CommonJS dependencies may call require() for Node built-ins; give the ESM bundle one.
     banner: {
       js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",

@@ -5,6 +5,8 @@ import { expect, it } from 'vitest'
 export interface SmokeTarget {
   base: string
   secret: string
+  /** The runtime's name when it cannot render PDF exports (they answer 400 naming it). */
+  noPdf?: string
 }
 
 /** A real HS256 token, signed the way tests/helpers/auth.ts and src/lib/tokens.ts sign them. */
@@ -127,6 +129,28 @@ export function smokeSuite(target: () => SmokeTarget) {
     })
     expect(published.status).toBe(200)
     expect(published.body).toMatchObject({ id: state.viewId, isPublished: true, publishedBy: 'alice' })
+  })
+
+  it('exports the view as csv and as a pdf document', async () => {
+    const headers = await as(tenant)
+    const csv = await fetch(url(`/api/views/${state.viewId}/export?format=csv&${q()}`), {
+      headers,
+      signal: AbortSignal.timeout(15_000),
+    })
+    expect(csv.status).toBe(200)
+    expect((await csv.text()).split('\n')[0]).toContain('Birth Date')
+    const pdf = await fetch(url(`/api/views/${state.viewId}/export?format=pdf&${q()}`), {
+      headers,
+      signal: AbortSignal.timeout(15_000),
+    })
+    if (target().noPdf) {
+      expect(pdf.status).toBe(400)
+      expect((await pdf.json()).message).toContain(`not available on the ${target().noPdf} runtime`)
+      return
+    }
+    expect(pdf.status).toBe(200)
+    expect(pdf.headers.get('content-type')).toContain('application/pdf')
+    expect(new TextDecoder().decode((await pdf.arrayBuffer()).slice(0, 5))).toBe('%PDF-')
   })
 
   it('lists the changes of the session: panel created, column created, view published', async () => {

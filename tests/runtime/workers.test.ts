@@ -79,7 +79,7 @@ describe('Cloudflare Workers: the bundled entry in workerd (Miniflare, local D1 
     expect(bundle.gzipBytes).toBeLessThan(WORKER_LIMITS.freeGzip)
   })
 
-  smokeSuite(() => ({ base, secret: SMOKE_SECRET }))
+  smokeSuite(() => ({ base, secret: SMOKE_SECRET, noPdf: 'workers' }))
 
   it('reports the KV cache in /health', async () => {
     const health = await (await fetch(`${base}/health`)).json()

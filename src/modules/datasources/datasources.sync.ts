@@ -8,6 +8,11 @@ import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { FileAccessError } from '../../lib/files.ts'
 import { changeInsert } from '../changes/changes.service.ts'
+import {
+  type MembershipSnapshot,
+  notifyViewMembershipChanges,
+  snapshotViewMembership,
+} from '../notifications/notifications.membership.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import { loadPanelPlan, type PanelPlan, recomputeAfterColumnChange } from '../rows/rows.materialise.ts'
 import {
@@ -87,6 +92,7 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
   const counts: Counts = { rowsRead: 0, rowsWritten: 0, rowsDeleted: 0, truncated: [] }
   let incremental = false
   let plan: PanelPlan | undefined
+  let membership: MembershipSnapshot | undefined
   try {
     const connector = connectorFor(source.type)
     if (!connector) throw new ConnectorError(notAvailableMessage(source.type))
@@ -101,6 +107,7 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
     if (!incremental)
       await ctx.db.delete(records).where(and(eq(records.dataSourceId, source.id), eq(records.generation, run.generation)))
     plan = await loadPanelPlan(ctx.db, source.tenantId, source.panelId)
+    membership = await snapshotViewMembership(ctx, source.panelId)
     await readAndWrite(ctx, { source, run, connector, config: parsed.data, plain, incremental, counts, plan })
     if (!incremental) {
       // Rows sharing a key are one record (the last read wins): count what the generation holds.
@@ -120,6 +127,8 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
   }
   const outcome = await finish(ctx, { source, run, counts, incremental }, Date.now() - started)
   await catchUpColumnChanges(ctx, source, plan)
+  // Issue: notifications that matter — rows that entered or left each view, once per sync run.
+  if (membership) await notifyViewMembershipChanges(ctx, source.panelId, membership, `sync:${run.id}`, { cause: 'sync' })
   return outcome
 }
 
@@ -358,6 +367,7 @@ export async function finish(
   ctx: ServiceContext,
   { source, run, counts, incremental }: Ended,
   durationMs: number,
+  options: { notify?: boolean } = {},
 ): Promise<SyncOutcome> {
   const now = isoNow(ctx.clock)
   const generation = incremental ? source.currentGeneration : run.generation
@@ -408,8 +418,10 @@ export async function finish(
         syncStatus: { oldValue: source.syncStatus, newValue: 'success' },
       },
     }),
-    notifyViewOwners(ctx, { panelId: source.panelId, type: 'DATA_CHANGED', impact: 'info', message }),
-  ])
+    ...(options.notify
+      ? [notifyViewOwners(ctx, { panelId: source.panelId, type: 'DATA_CHANGED', impact: 'info', message })]
+      : []),
+  ] as unknown as Parameters<typeof ctx.db.batch>[0])
   return outcome(ctx, source, run, counts.rowsWritten, message)
 }
 

@@ -1,4 +1,5 @@
 import { and, eq, inArray, type SQL, sql } from 'drizzle-orm'
+import { IMPORT_ONLY_MESSAGE } from '../../connectors/registry.ts'
 import { evaluatePath } from '../../connectors/shared/json-path.ts'
 import type { SourceRecord } from '../../connectors/types.ts'
 import { PUSH_ONLY_MESSAGE, WebhookConfig, type WebhookEventKind } from '../../connectors/webhook.ts'
@@ -118,9 +119,13 @@ export async function claimWebhookEndpoint(
   return config.endpoint
 }
 
-/** Webhook sources are pushed to: a manual sync is a 400 saying so, never a fake success. */
+/**
+ * Webhook sources are pushed to and import sources filled by imports: a manual sync of either is a
+ * 400 saying so, never a fake success (and no sync run is opened).
+ */
 export function refusePull(source: DataSourceRow) {
   if (source.type === 'webhook') throw invalid([{ path: 'type', message: PUSH_ONLY_MESSAGE }], PUSH_ONLY_MESSAGE)
+  if (source.type === 'import') throw invalid([{ path: 'type', message: IMPORT_ONLY_MESSAGE }], IMPORT_ONLY_MESSAGE)
 }
 
 // --- Internal helpers ---
@@ -336,7 +341,7 @@ async function applySyncEvent(ctx: ServiceContext, sourceId: number, event: Webh
       rowsDeleted: Number(removed?.n ?? 0),
       truncated: [],
     }
-    await finish(ctx, { ...ended(source, snapshot), counts }, durationOf(ctx, snapshot))
+    await finish(ctx, { ...ended(source, snapshot), counts }, durationOf(ctx, snapshot), { notify: true })
   } else {
     await fail(
       ctx,

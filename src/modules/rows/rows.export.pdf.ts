@@ -28,8 +28,18 @@ type PdfKit = new (options: Record<string, unknown>) => PdfDoc
  */
 export async function loadPdfKit(runtime: string): Promise<PdfKit> {
   try {
-    const mod = (await import('pdfkit')) as unknown as { default?: PdfKit }
+    const mod = (await import('pdfkit')) as unknown as { default?: PdfKit; registerStdFonts?: (...fonts: unknown[]) => void }
     const PDFDocument = (mod.default ?? mod) as PdfKit
+    // pdfkit's browser build (the Node bundle and Workers use it) reads no files: its standard
+    // fonts are registered from their own modules. Its Node build loads them by itself.
+    if (typeof mod.registerStdFonts === 'function') {
+      const fonts = await Promise.all([
+        import('pdfkit/standard-fonts/Helvetica'),
+        import('pdfkit/standard-fonts/HelveticaBold'),
+        import('pdfkit/standard-fonts/HelveticaOblique'),
+      ])
+      mod.registerStdFonts(...fonts.map((f) => (f as { default: unknown }).default))
+    }
     new PDFDocument({ autoFirstPage: false }).font('Helvetica').font('Helvetica-Bold').font('Helvetica-Oblique')
     return PDFDocument
   } catch {

@@ -169,10 +169,13 @@ describe('scheduled syncs', () => {
       tenantId: 'tenant-a',
       userId: 'alice',
     })
+    api.state.patients = [...PATIENTS, { id: 'p9', name: 'Barbara', age: 30 }]
     t.clock.set('2026-01-01T12:05:00.000Z')
     await runDueSyncs(t.deps)
     const res = await alice.get('/api/notifications/views?isRead=false')
-    expect(res.body.notifications.some((n: { type: string }) => n.type === 'DATA_CHANGED')).toBe(true)
+    expect(res.body.notifications.map((n: { type: string; message: string }) => [n.type, n.message])).toEqual([
+      ['DATA_CHANGED', 'View "Mine": 1 row entered (sync)'],
+    ])
     void source
   })
 })

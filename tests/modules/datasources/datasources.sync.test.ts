@@ -156,11 +156,17 @@ describe('POST /api/datasources/{id}/sync', () => {
             VALUES ('tenant-a', 'bob', ?, 'v', '{"columns":[],"groupBy":[],"layout":"table"}', '{}', '[]', '[]', '{}', '[]', 'now', 'now')`,
       args: [panelId],
     })
-    await createSource(alice, panelId, apiConfig())
+    const { body: source } = await createSource(alice, panelId, apiConfig())
     const rows = await t.client.execute('SELECT user_id, type, impact, message FROM notifications')
     expect(rows.rows.map((r) => ({ ...r }))).toEqual([
-      { user_id: 'bob', type: 'DATA_CHANGED', impact: 'info', message: '3 records synchronised from api source' },
+      { user_id: 'bob', type: 'DATA_CHANGED', impact: 'info', message: 'View "v": 3 rows entered (sync)' },
     ])
+    // A sync that changes no row of the view notifies nobody; one that does says what moved.
+    await sync(source.id)
+    api.state.patients = [PATIENTS[0], { id: 'p9', name: 'Barbara', age: 30 }]
+    await sync(source.id)
+    const after = await t.client.execute('SELECT message FROM notifications ORDER BY id')
+    expect(after.rows.map((r) => r.message)).toEqual(['View "v": 3 rows entered (sync)', 'View "v": 1 row entered, 2 left (sync)'])
   })
 })
 
