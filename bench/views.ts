@@ -138,10 +138,10 @@ async function run(dir: string) {
   const r0 = performance.now()
   await json('PUT', `/api/columns/${calc.Senior.id}`, { formula: '{Age} >= 70' })
   for (;;) {
-    const [{ n }] = await db.all<{ n: number }>(
-      sql`SELECT count(*) AS n FROM records r JOIN panels p ON p.id = r.panel_id WHERE r.panel_id = ${panel.id} AND r.cells_version < p.columns_version`,
+    const [panelRow] = await db.all<{ c: number; m: number }>(
+      sql`SELECT columns_version AS c, materialised_version AS m FROM panels WHERE id = ${panel.id}`,
     )
-    if (Number(n) === 0) break
+    if (Number(panelRow.c) === Number(panelRow.m)) break
     await new Promise((r) => setTimeout(r, 20))
   }
   const recomputeSeconds = (performance.now() - r0) / 1000

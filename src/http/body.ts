@@ -1,5 +1,6 @@
 import type { MiddlewareHandler } from 'hono'
 import { AppError, tooLarge } from '../errors.ts'
+import { readTextLimited } from '../lib/streams.ts'
 import type { AppEnv } from './context.ts'
 
 const JSON_TYPE = /^application\/([\w.-]+\+)?json$/i
@@ -20,7 +21,13 @@ export const jsonBody = (skip: RegExp[] = []): MiddlewareHandler<AppEnv> =>
     // With a Content-Length (already checked above) the HTTP parser bounds the body, so it is read
     // in one call (@hono/node-server's fast path, no stream); without one it is streamed with the cap.
     const raw =
-      length !== undefined ? await c.req.raw.text() : c.req.raw.body ? await readLimited(c.req.raw.body, MAX_JSON_BODY) : ''
+      length !== undefined
+        ? await c.req.raw.text()
+        : c.req.raw.body
+          ? await readTextLimited(c.req.raw.body, MAX_JSON_BODY, () =>
+              tooLarge(`JSON bodies are limited to ${MAX_JSON_BODY} bytes`),
+            )
+          : ''
     const contentType = c.req.header('content-type')
     const mediaType = contentType?.split(';')[0].trim() ?? ''
     if (raw.trim() === '') {
@@ -38,21 +45,3 @@ export const jsonBody = (skip: RegExp[] = []): MiddlewareHandler<AppEnv> =>
     c.req.bodyCache.text = Promise.resolve(raw) as never
     await next()
   }
-
-async function readLimited(stream: ReadableStream<Uint8Array>, max: number): Promise<string> {
-  const reader = stream.getReader()
-  const decoder = new TextDecoder()
-  let size = 0
-  let text = ''
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > max) {
-      await reader.cancel()
-      throw tooLarge(`JSON bodies are limited to ${max} bytes`)
-    }
-    text += decoder.decode(value, { stream: true })
-  }
-  return text + decoder.decode()
-}

@@ -1,3 +1,4 @@
+import { readBytesLimited } from '../../lib/streams.ts'
 import { type ConnectorContext, ConnectorError } from '../types.ts'
 import type { Authenticator } from './auth.ts'
 import { parseRetryAfter, RETRY_STATUSES, RetryableError, withRetry } from './retry.ts'
@@ -167,26 +168,7 @@ export async function readBodyLimited(
     throw tooLarge()
   }
   if (!res.body) return new Uint8Array()
-  const reader = res.body.getReader()
-  const chunks: Uint8Array[] = []
-  let size = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > max) {
-      await reader.cancel().catch(() => {})
-      throw tooLarge()
-    }
-    chunks.push(value)
-  }
-  const out = new Uint8Array(size)
-  let offset = 0
-  for (const c of chunks) {
-    out.set(c, offset)
-    offset += c.byteLength
-  }
-  return out
+  return readBytesLimited(res.body, max, tooLarge)
 }
 
 /** ": <short excerpt>" of an error body (its message field when JSON), secrets redacted; "" when empty. */

@@ -101,11 +101,20 @@ export async function keyRecords(
     }
     out.push({ key, data: record.data, json })
   }
-  const hashes = digest ? unkeyed.map((i) => digest(out[i].json)) : await Promise.all(unkeyed.map((i) => webSha256(out[i].json)))
+  const hashes = await contentHashes(
+    unkeyed.map((i) => out[i].json),
+    digest,
+  )
   unkeyed.forEach((i, n) => {
-    out[i].key = distinctKey(hashes[n].slice(0, KEY_HEX_DIGITS), seen)
+    out[i].key = distinctKey(hashes[n], seen)
   })
   return out
+}
+
+/** Content keys of JSON texts: the first 128 bits of their SHA-256, in hex (the same on every runtime). */
+export async function contentHashes(texts: string[], digest: Digest): Promise<string[]> {
+  const full = digest ? texts.map(digest) : await Promise.all(texts.map(webSha256))
+  return full.map((h) => h.slice(0, KEY_HEX_DIGITS))
 }
 
 /**

@@ -1,6 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi'
 import { tooLarge } from '../../errors.ts'
 import { createRouter, ErrorBody } from '../../http/router.ts'
+import { readBytesLimited } from '../../lib/streams.ts'
 import { MAX_WEBHOOK_BODY, receiveWebhook } from './datasources.webhooks.ts'
 
 const error = (description: string) => ({ description, content: { 'application/json': { schema: ErrorBody } } })
@@ -67,24 +68,7 @@ async function readBody(req: Request, max: number): Promise<Uint8Array<ArrayBuff
   const length = req.headers.get('content-length')
   if (length !== null && Number(length) > max) throw tooLarge(`Webhook bodies are limited to ${max} bytes`)
   if (!req.body) return new Uint8Array()
-  const chunks: Uint8Array[] = []
-  let size = 0
-  const reader = req.body.getReader()
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > max) {
-      await reader.cancel().catch(() => {})
-      throw tooLarge(`Webhook bodies are limited to ${max} bytes`)
-    }
-    chunks.push(value)
-  }
-  const out = new Uint8Array(size)
-  let offset = 0
-  for (const chunk of chunks) {
-    out.set(chunk, offset)
-    offset += chunk.byteLength
-  }
-  return out
+  return (await readBytesLimited(req.body, max, () =>
+    tooLarge(`Webhook bodies are limited to ${max} bytes`),
+  )) as Uint8Array<ArrayBuffer>
 }

@@ -1,5 +1,6 @@
 import { AppError, invalid, tooLarge } from '../../errors.ts'
 import { issuesToDetails } from '../../http/errors.ts'
+import { readBytesLimited } from '../../lib/streams.ts'
 import { type ImportConfig, ImportConfigSchema, ImportJsonBody } from './rows.import.schemas.ts'
 
 /** Multipart framing (boundaries, the config field) allowed on top of the file before a body is too large. */
@@ -41,7 +42,9 @@ export async function readImportRequest(request: Request, maxBytes: number): Pro
     )
   }
   if (declared > maxBytes) throw tooBig(maxBytes)
-  const { text, size } = await readLimited(request.body, maxBytes)
+  const bytes = await readBytesLimited(request.body, maxBytes, () => tooBig(maxBytes))
+  const size = bytes.byteLength
+  const text = new TextDecoder().decode(bytes)
   let json: unknown
   try {
     json = JSON.parse(text)
@@ -117,22 +120,4 @@ function parseConfigField(text: string | undefined): ImportConfig {
 function textField(form: FormData, name: string): string | undefined {
   const v = form.get(name)
   return typeof v === 'string' && v !== '' ? v : undefined
-}
-
-async function readLimited(stream: ReadableStream<Uint8Array>, max: number): Promise<{ text: string; size: number }> {
-  const reader = stream.getReader()
-  const decoder = new TextDecoder()
-  let size = 0
-  let text = ''
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    size += value.byteLength
-    if (size > max) {
-      await reader.cancel()
-      throw tooBig(max)
-    }
-    text += decoder.decode(value, { stream: true })
-  }
-  return { text: text + decoder.decode(), size }
 }

@@ -2,6 +2,7 @@ import { type SQL, sql } from 'drizzle-orm'
 import type { Deps } from '../../deps.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
+import { contentHashes } from '../datasources/datasources.records.ts'
 
 /**
  * The writes of an import (DATA-ENGINE: import): the panel's one `import` data source, lookups of
@@ -99,9 +100,10 @@ export async function contentKeys(
   rows: { data: Record<string, unknown> }[],
 ): Promise<string[]> {
   const { db, sha256Hex } = deps
-  const hashes = sha256Hex
-    ? rows.map((r) => sha256Hex(JSON.stringify(r.data)))
-    : await Promise.all(rows.map((r) => webSha256(JSON.stringify(r.data))))
+  const hashes = await contentHashes(
+    rows.map((r) => JSON.stringify(r.data)),
+    sha256Hex,
+  )
   const distinct = [...new Set(hashes)]
   const taken = new Set<string>()
   for (let i = 0; i < distinct.length; i += KEYS_PER_LOOKUP) {
@@ -159,11 +161,4 @@ export function updateStatements(
       WHERE records.id = j.value ->> 0 AND records.tenant_id = ${tenantId}`)
   }
   return out
-}
-
-async function webSha256(text: string): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)))
-  let hex = ''
-  for (const b of digest) hex += b.toString(16).padStart(2, '0')
-  return hex
 }
