@@ -3,6 +3,7 @@
  *   bare <dir> <csv>          multi-row INSERT (500 rows per statement) of the CSV's rows, parsed and keyed first
  *   bare-seq <dir> <csv>      the same with sequential keys
  *   csv <dir> <csv>           a csv data source synchronised through the service (create → initial sync)
+ *   csv-cols <dir> <csv>      the same into a panel with 10 base columns, every cell materialised
  *   fhir <dir> <baseUrl>      a fhir data source reading Patient pages from a loopback server
  * Prints one JSON line: { rows, seconds, peakRssMiB }.
  */
@@ -14,6 +15,7 @@ import { parseConfig } from '../src/config.ts'
 import { buildDeps } from '../src/deps.ts'
 import type { ServiceContext } from '../src/http/context.ts'
 import { createLogger } from '../src/lib/logger.ts'
+import { createBaseColumn } from '../src/modules/columns/columns.service.ts'
 import { createDataSource } from '../src/modules/datasources/datasources.service.ts'
 import { createPanel } from '../src/modules/panels/panels.service.ts'
 import { nodeFileStore } from '../src/runtime/node-files.ts'
@@ -49,9 +51,22 @@ async function main() {
       meta: { requestId: 'bench', source: 'system' },
     }
     const panel = await createPanel(ctx, { name: 'Bench', tenantId: 'bench', userId: 'bench' } as never)
+    if (kind === 'csv-cols') {
+      // The panel's 10 base columns, one per CSV field, created before the data arrives.
+      const types: Record<string, string> = { birthDate: 'date', lastVisit: 'date', hba1c: 'number', postalCode: 'text' }
+      for (const field of ['id', 'family', 'given', 'gender', 'birthDate', 'city', 'postalCode', 'mrn', 'hba1c', 'lastVisit']) {
+        await createBaseColumn(ctx, panel.id, {
+          name: field,
+          sourceField: field,
+          type: types[field] ?? 'text',
+          properties: {},
+          metadata: {},
+        } as never)
+      }
+    }
     const t0 = performance.now()
     const source =
-      kind === 'csv'
+      kind === 'csv' || kind === 'csv-cols'
         ? await createDataSource(ctx, panel.id, { type: 'csv', config: { filePath: target, format: 'csv' } } as never)
         : await createDataSource(ctx, panel.id, {
             type: 'fhir',

@@ -58,6 +58,7 @@ async function main() {
     const bare = await runCase('bare', dir, 'rows.csv')
     const bareSeq = await runCase('bare-seq', dir, 'rows.csv')
     const csv = await runCase('csv', dir, 'rows.csv')
+    const csvCols = await runCase('csv-cols', dir, 'rows.csv')
     const big = await runCase('csv', dir, 'big.csv')
     const fhir = await runCase('fhir', dir, server.url)
     const rate = (r: CaseResult) => r.rows / r.seconds
@@ -70,7 +71,13 @@ async function main() {
       line('bare multi-row INSERT, sequential keys', bareSeq, `${(rate(bareSeq) / rate(bare)).toFixed(2)}× the baseline`),
     )
     console.log(line('CSV file source, 10 columns', csv, verdict(rate(csv) / rate(bare), 0.4, 'of bare, target ≥ 0.40')))
-    console.log(`\n(CSV source against the sequential-key insert: ${(rate(csv) / rate(bareSeq)).toFixed(3)})`)
+    console.log(
+      line(
+        'CSV file source, 10 base columns materialised',
+        csvCols,
+        verdict(rate(csvCols) / rate(bare), 0.3, 'of bare, target ≥ 0.30'),
+      ),
+    )
     console.log(line('CSV file source, big', big, big.peakRssMiB < 200 ? 'peak RSS < 200 MB: pass' : 'peak RSS ≥ 200 MB: FAIL'))
     console.log(
       line('FHIR Patients, pages of 100', fhir, rate(fhir) >= 10_000 ? 'target ≥ 10,000/s: pass' : 'target ≥ 10,000/s: FAIL'),

@@ -27,9 +27,9 @@ export async function openDatabase(config: Config) {
     // Checkpoint the WAL every ~16 MiB instead of ~4 MiB: a quarter of the checkpoints (each one
     // copies pages back and fsyncs) on a write-heavy load; the WAL file stays bounded.
     await client.execute('PRAGMA wal_autocheckpoint = 4000')
-    // 16 MiB page cache (default 2 MiB): record keys are hashes, so a sync inserts into the key index
+    // 8 MiB page cache (default 2 MiB): record keys are hashes, so a sync inserts into the key index
     // at random places and keeping its upper levels cached pays; more costs memory for little gain.
-    await client.execute('PRAGMA cache_size = -16384')
+    await client.execute('PRAGMA cache_size = -8192')
     await client.execute('PRAGMA busy_timeout = 5000')
   }
   await client.execute('PRAGMA foreign_keys = ON')

@@ -5,11 +5,10 @@ import { sha256Hex } from '../../../src/runtime/node-primitives.ts'
 describe('FingerprintSet', () => {
   it('answers true for new fingerprints and false for repeats, across growth', () => {
     const set = new FingerprintSet()
-    const values = Array.from({ length: 20_000 }, (_, i) => (i * 2654435761) % 2 ** 52)
+    const values = Array.from({ length: 20_000 }, (_, i) => (i * 2654435761 + 1) % 2 ** 32)
     for (const v of values) expect(set.add(v)).toBe(true)
     for (const v of values) expect(set.add(v)).toBe(false)
-    expect(set.add(2 ** 52 - 1)).toBe(true)
-    expect(set.add(0)).toBe(!values.includes(0))
+    expect(set.add(2 ** 32 - 1)).toBe(!values.includes(2 ** 32 - 1))
   })
 })
 
