@@ -166,7 +166,10 @@ describe('POST /api/datasources/{id}/sync', () => {
     api.state.patients = [PATIENTS[0], { id: 'p9', name: 'Barbara', age: 30 }]
     await sync(source.id)
     const after = await t.client.execute('SELECT message FROM notifications ORDER BY id')
-    expect(after.rows.map((r) => r.message)).toEqual(['View "v": 3 rows entered (sync)', 'View "v": 1 row entered, 2 left (sync)'])
+    expect(after.rows.map((r) => r.message)).toEqual([
+      'View "v": 3 rows entered (sync)',
+      'View "v": 1 row entered, 2 left (sync)',
+    ])
   })
 })
 
