@@ -1,6 +1,6 @@
 import { z } from 'zod'
 
-/** Environment variables as a runtime hands them over (process.env, Deno.env, a Worker's env). */
+/** Environment variables as a runtime hands them over (Node's and Deno's environment, a Worker's env). */
 export type EnvRecord = Record<string, string | undefined>
 
 const bool = (fallback: boolean) =>

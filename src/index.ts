@@ -2,7 +2,7 @@
  * The package entry for hosts that embed the service (docs/runtimes.md, "Embedded"):
  *
  * ```ts
- * const config = parseConfig({ ...process.env, SINGLE_TENANT_ID: 'clinic-7' })
+ * const config = parseConfig({ ...hostEnvironment, SINGLE_TENANT_ID: 'clinic-7' })
  * const deps = await buildDeps(config, await nodePrimitives(config)) // opens and migrates the database
  * host.route('/panels-api', createApp(() => deps))
  * ```

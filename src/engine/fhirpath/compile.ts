@@ -69,7 +69,7 @@ export function compileFhirPath(expression: string): CompiledFhirPath {
     fn(PROBE)
   } catch (err) {
     const message = (err as Error)?.message ?? String(err)
-    if (/not implemented|is not a function|unknown function|Unsupported/i.test(message)) throw new FhirPathError(message)
+    if (/not\s+implemented|is not a function|unknown function|Unsupported/i.test(message)) throw new FhirPathError(message)
   }
   const fast = fastPath(expression)
   return {

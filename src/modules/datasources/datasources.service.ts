@@ -22,7 +22,8 @@ import {
   type UpdateDataSourceInput,
 } from './datasources.schemas.ts'
 import { maskConfig, sealConfig, unsealConfig } from './datasources.secrets.ts'
-import { requestCancel, runSync, runSyncInBackground, type SyncOutcome } from './datasources.sync.ts'
+import { requestCancel, runSync, runSyncInBackground } from './datasources.sync.ts'
+import type { SyncOutcome } from './datasources.sync-end.ts'
 import { claimWebhookEndpoint, refusePull } from './datasources.webhooks.ts'
 
 const dto = async (ctx: ServiceContext, row: DataSourceRow) => toDataSourceDto(row, await maskConfig(ctx.secrets, row.config))

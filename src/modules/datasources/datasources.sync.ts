@@ -1,4 +1,4 @@
-import { and, desc, eq, lt, type SQL, sql } from 'drizzle-orm'
+import { and, desc, eq, type SQL, sql } from 'drizzle-orm'
 import { connectorFor, notAvailableMessage } from '../../connectors/registry.ts'
 import { createGuardedFetch } from '../../connectors/shared/guarded-fetch.ts'
 import { type Connector, type ConnectorContext, ConnectorError, type SourceRecord } from '../../connectors/types.ts'
@@ -7,13 +7,11 @@ import { conflict } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { FileAccessError } from '../../lib/files.ts'
-import { changeInsert } from '../changes/changes.service.ts'
 import {
   type MembershipSnapshot,
   notifyViewMembershipChanges,
   snapshotViewMembership,
 } from '../notifications/notifications.membership.ts'
-import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import { loadPanelPlan, type PanelPlan, recomputeAfterColumnChange } from '../rows/rows.materialise.ts'
 import {
   countRemovedKeys,
@@ -24,26 +22,12 @@ import {
   type RowWriter,
   upsertStatements,
 } from './datasources.records.ts'
-import { nextSyncAt } from './datasources.schedule.ts'
 import { type DataSourceRow, type SyncRunRow, toSyncRunDto } from './datasources.schemas.ts'
 import { SecretUnavailableError, unsealConfig } from './datasources.secrets.ts'
+import { type Counts, fail, finish, type SyncOutcome } from './datasources.sync-end.ts'
 
 /** How long a lease holds without a sign of life; every committed batch renews it. */
 export const LEASE_MS = 2 * 60 * 1000
-
-export interface SyncOutcome {
-  source: DataSourceRow
-  run: SyncRunRow
-  recordsProcessed: number
-  message: string
-}
-
-export interface Counts {
-  rowsRead: number
-  rowsWritten: number
-  rowsDeleted: number
-  truncated: string[]
-}
 
 class SyncCancelled extends Error {}
 
@@ -353,129 +337,4 @@ function errorMessageOf(ctx: ServiceContext, source: DataSourceRow, run: SyncRun
     error: err instanceof Error ? err.message : String(err),
   })
   return `Synchronisation failed because of an internal error (request ${ctx.meta.requestId})`
-}
-
-export interface Ended {
-  source: DataSourceRow
-  run: SyncRunRow
-  counts: Counts
-  incremental: boolean
-}
-
-/** Success: switch generation (full), end the run, record the SYNC change, notify — one batch. */
-export async function finish(
-  ctx: ServiceContext,
-  { source, run, counts, incremental }: Ended,
-  durationMs: number,
-  options: { notify?: boolean } = {},
-): Promise<SyncOutcome> {
-  const now = isoNow(ctx.clock)
-  const generation = incremental ? source.currentGeneration : run.generation
-  const cut = counts.truncated.length > 0 ? ` (stopped early: ${counts.truncated.join('; ')})` : ''
-  const message = `${counts.rowsWritten} records synchronised from ${source.type} source${cut}`
-  await ctx.db.batch([
-    ctx.db
-      .update(dataSources)
-      .set({
-        currentGeneration: generation,
-        syncStatus: 'success',
-        lastSyncAt: now,
-        nextSyncAt: nextSyncAt(source.config, ctx.clock.now()),
-        errorMessage: null,
-        leaseRunId: null,
-        leaseExpiresAt: null,
-      })
-      .where(and(eq(dataSources.id, source.id), eq(dataSources.leaseRunId, run.id))),
-    ctx.db
-      .delete(records)
-      .where(
-        and(
-          eq(records.dataSourceId, source.id),
-          lt(records.generation, generation),
-          sql`(SELECT current_generation FROM data_sources WHERE id = ${source.id}) = ${generation}`,
-        ),
-      ),
-    ctx.db
-      .update(syncRuns)
-      .set({
-        status: 'success',
-        finishedAt: now,
-        durationMs,
-        rowsRead: counts.rowsRead,
-        rowsWritten: counts.rowsWritten,
-        rowsDeleted: counts.rowsDeleted,
-        truncated: counts.truncated.length > 0,
-        error: counts.truncated.length > 0 ? `Stopped early: ${counts.truncated.join('; ')}` : null,
-      })
-      .where(eq(syncRuns.id, run.id)),
-    changeInsert(ctx, {
-      panelId: source.panelId,
-      entityType: 'DataSource',
-      entityId: source.id,
-      action: 'SYNC',
-      changes: {
-        recordsProcessed: { newValue: counts.rowsWritten },
-        syncStatus: { oldValue: source.syncStatus, newValue: 'success' },
-      },
-    }),
-    ...(options.notify
-      ? [notifyViewOwners(ctx, { panelId: source.panelId, type: 'DATA_CHANGED', impact: 'info', message })]
-      : []),
-  ] as unknown as Parameters<typeof ctx.db.batch>[0])
-  return outcome(ctx, source, run, counts.rowsWritten, message)
-}
-
-/** Failure or cancellation: the partial generation goes, the previous one stays visible. */
-export async function fail(
-  ctx: ServiceContext,
-  { source, run, counts, incremental }: Ended,
-  status: 'error' | 'cancelled',
-  error: string,
-  durationMs: number,
-): Promise<SyncOutcome> {
-  const now = isoNow(ctx.clock)
-  const dropPartial = incremental
-    ? []
-    : [ctx.db.delete(records).where(and(eq(records.dataSourceId, source.id), eq(records.generation, run.generation)))]
-  await ctx.db.batch([
-    ...dropPartial,
-    ctx.db
-      .update(dataSources)
-      .set({
-        syncStatus: status,
-        errorMessage: status === 'error' ? error : null,
-        nextSyncAt: nextSyncAt(source.config, ctx.clock.now()),
-        leaseRunId: null,
-        leaseExpiresAt: null,
-      })
-      .where(and(eq(dataSources.id, source.id), eq(dataSources.leaseRunId, run.id))),
-    ctx.db
-      .update(syncRuns)
-      .set({
-        status,
-        error,
-        finishedAt: now,
-        durationMs,
-        rowsRead: counts.rowsRead,
-        rowsWritten: incremental ? counts.rowsWritten : 0,
-        rowsDeleted: incremental ? counts.rowsDeleted : 0,
-      })
-      .where(eq(syncRuns.id, run.id)),
-    changeInsert(ctx, {
-      panelId: source.panelId,
-      entityType: 'DataSource',
-      entityId: source.id,
-      action: 'SYNC',
-      changes: { syncStatus: { oldValue: source.syncStatus, newValue: status }, errorMessage: { newValue: error } },
-    }),
-  ] as unknown as Parameters<typeof ctx.db.batch>[0])
-  return outcome(ctx, source, run, 0, status === 'cancelled' ? error : `Synchronisation failed: ${error}`)
-}
-
-async function outcome(ctx: ServiceContext, source: DataSourceRow, run: SyncRunRow, recordsProcessed: number, message: string) {
-  const [[fresh], [finished]] = await ctx.db.batch([
-    ctx.db.select().from(dataSources).where(eq(dataSources.id, source.id)),
-    ctx.db.select().from(syncRuns).where(eq(syncRuns.id, run.id)),
-  ])
-  return { source: fresh ?? source, run: finished ?? run, recordsProcessed, message }
 }

@@ -15,7 +15,8 @@ import { loadPanelPlan } from '../rows/rows.materialise.ts'
 import { countRemovedKeys, deleteStatements, keyRecords, newKeySet, upsertStatements } from './datasources.records.ts'
 import type { DataSourceRow, SyncRunRow } from './datasources.schemas.ts'
 import { unsealConfig } from './datasources.secrets.ts'
-import { beginSync, type Counts, fail, finish } from './datasources.sync.ts'
+import { beginSync } from './datasources.sync.ts'
+import { type Counts, fail, finish } from './datasources.sync-end.ts'
 
 /** The largest webhook body read (413 beyond). */
 export const MAX_WEBHOOK_BODY = 1024 * 1024
@@ -121,7 +122,7 @@ export async function claimWebhookEndpoint(
 
 /**
  * Webhook sources are pushed to and import sources filled by imports: a manual sync of either is a
- * 400 saying so, never a fake success (and no sync run is opened).
+ * 400 saying so, never a made-up success (and no sync run is opened).
  */
 export function refusePull(source: DataSourceRow) {
   if (source.type === 'webhook') throw invalid([{ path: 'type', message: PUSH_ONLY_MESSAGE }], PUSH_ONLY_MESSAGE)
