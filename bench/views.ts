@@ -7,7 +7,7 @@
  *   - a grouped view with 3 aggregations (p50/p95);
  *   - a CSV export of every row (rows/s);
  *   - the recompute of one calculated column after its formula changes (rows/s).
- * BENCH_ROWS (100000) and BENCH_REPEAT (30) tune it.
+ * BENCH_ROWS (100000) and BENCH_REPEAT (30) tune it; BENCH_KEEP_DIR=1 keeps the database for a look.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -33,7 +33,8 @@ async function main() {
   try {
     await run(dir)
   } finally {
-    rmSync(dir, { recursive: true, force: true })
+    if (process.env.BENCH_KEEP_DIR) console.log(`kept ${dir}`)
+    else rmSync(dir, { recursive: true, force: true })
   }
 }
 

@@ -110,7 +110,7 @@ async function membersOf(ctx: ServiceContext, view: ViewRow, ids?: number[]): Pr
   let after = 0
   for (;;) {
     const rows = await ctx.db.all<{ id: number; source: number; key: string }>(
-      sql`SELECT r.id, r.data_source_id AS source, r.key ${q.scope} AND r.id > ${after} ORDER BY r.id LIMIT ${BATCH}`,
+      sql`SELECT r.id, r.data_source_id AS source, r.key ${q.idScope} AND r.id > ${after} ORDER BY r.id LIMIT ${BATCH}`,
     )
     for (const r of rows) members.add(hash53(`${r.source}:${r.key}`))
     if (rows.length < BATCH) return members

@@ -83,7 +83,7 @@ export async function* rowBatches(ctx: ServiceContext, q: PreparedRows, options:
   while (left > 0) {
     const n = Math.min(size, left)
     const records = await ctx.db.all<RecordRow>(
-      sql`SELECT r.id, r.data_source_id, r.cells, r.errors ${q.scope} AND r.id > ${after} ORDER BY r.id LIMIT ${n}`,
+      sql`SELECT r.id, r.data_source_id, r.cells, r.errors ${q.idScope} AND r.id > ${after} ORDER BY r.id LIMIT ${n}`,
     )
     if (records.length === 0) return
     yield records.map((r) => toRow(r, q.visible))

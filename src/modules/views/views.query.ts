@@ -42,6 +42,12 @@ export interface PreparedRows {
   panelId: number
   /** `FROM … WHERE …` selecting the rows in scope (alias `r`). */
   scope: SQL
+  /**
+   * The same rows read in record-id order through the (tenant, panel) index: for keyset batches
+   * (`r.id > ?` … `ORDER BY r.id`), which the cell index would otherwise answer by sorting the
+   * whole panel once per batch.
+   */
+  idScope: SQL
   order: SQL
   /** The columns a row carries, in order. */
   visible: ColumnRef[]
@@ -97,6 +103,7 @@ export async function prepareRows(ctx: ServiceContext, source: RowSource, params
   return {
     panelId: panel.id,
     scope: scopeSql(ctx.scope.tenantId, panel.id, conditions),
+    idScope: scopeSql(ctx.scope.tenantId, panel.id, conditions, true),
     order: orderSql([...grouped, ...keys]),
     visible: view ? visibleColumns(columns.list, view) : columns.list,
     groupBy,
@@ -117,10 +124,12 @@ export async function prepareViewRows(ctx: ServiceContext, view: ViewRow, params
  * `FROM … WHERE …` of the rows in scope: the panel's records of the current generation of each
  * of its tenant's sources. `panel_id` is an inlined integer so the partial row index applies.
  */
-function scopeSql(tenantId: string, panelId: number, conditions: SQL[]): SQL {
+function scopeSql(tenantId: string, panelId: number, conditions: SQL[], byId = false): SQL {
   if (!Number.isSafeInteger(panelId) || panelId <= 0) throw new Error(`invalid panel id ${panelId}`)
-  return sql`FROM records r JOIN data_sources s ON s.id = r.data_source_id AND s.tenant_id = ${tenantId}
-    WHERE r.panel_id = ${sql.raw(String(panelId))} AND r.generation = s.current_generation AND ${sql.join(conditions, sql` AND `)}`
+  const from = byId ? sql`FROM records r INDEXED BY records_tenant_panel_idx` : sql`FROM records r`
+  const tenant = byId ? sql`r.tenant_id = ${tenantId} AND ` : sql``
+  return sql`${from} JOIN data_sources s ON s.id = r.data_source_id AND s.tenant_id = ${tenantId}
+    WHERE ${tenant}r.panel_id = ${sql.raw(String(panelId))} AND r.generation = s.current_generation AND ${sql.join(conditions, sql` AND `)}`
 }
 
 /** The request's `sort` first, then the view's keys by priority (lower first; unset last, in list order). */
