@@ -11,6 +11,7 @@ import {
   overallSql,
 } from './views.query.aggregate.ts'
 import { type RecordRow, type Row, toRow } from './views.query.rows.ts'
+import { summaryKey } from './views.query.summary.ts'
 import { type PreparedRows, prepareViewRows, type RowParams } from './views.query.ts'
 import type { ViewRow } from './views.schemas.ts'
 
@@ -30,15 +31,20 @@ export interface RowsPage {
 /** The page at `offset` (`limit` rows in the query's order) with the total and the view's groups/aggregations. */
 export async function queryRowsPage(ctx: ServiceContext, q: PreparedRows, offset: number, limit: number): Promise<RowsPage> {
   const medians = q.aggregations.filter((a) => a.fn === 'median')
-  const statements: SQL[] = [sql`SELECT count(*) AS n ${q.scope}`, pageSql(q, offset, limit)]
+  const summary: SQL[] = [sql`SELECT count(*) AS n ${q.scope}`]
   const aggregated = q.aggregations.length > 0
-  if (aggregated) statements.push(overallSql(q.scope, q.aggregations), ...medians.map((m) => medianSql(q.scope, [], m)))
+  if (aggregated) summary.push(overallSql(q.scope, q.aggregations), ...medians.map((m) => medianSql(q.scope, [], m)))
   if (q.groupBy.length > 0) {
-    statements.push(groupsSql(q.scope, q.groupBy, q.aggregations), ...medians.map((m) => medianSql(q.scope, q.groupBy, m)))
+    summary.push(groupsSql(q.scope, q.groupBy, q.aggregations), ...medians.map((m) => medianSql(q.scope, q.groupBy, m)))
   }
+  const key = await summaryKey(ctx, q.panelId, summary)
+  const cached = await ctx.cache.get<Record<string, unknown>[][]>(ctx.scope.tenantId, key)
+  const statements = cached ? [pageSql(q, offset, limit)] : [pageSql(q, offset, limit), ...summary]
   const [first, ...rest] = statements.map((s) => ctx.db.all<Record<string, unknown>>(s))
-  const results = (await ctx.db.batch([first, ...rest])) as Record<string, unknown>[][]
-  const [[count], records] = results
+  const [records, ...computed] = (await ctx.db.batch([first, ...rest])) as Record<string, unknown>[][]
+  if (!cached) await ctx.cache.set(ctx.scope.tenantId, key, computed)
+  const results = [(cached ?? computed)[0], records, ...(cached ?? computed).slice(1)]
+  const [[count]] = results
   const page: RowsPage = {
     rows: (records as unknown as RecordRow[]).map((r) => toRow(r, q.visible)),
     total: Number(count?.n ?? 0),
