@@ -3,8 +3,9 @@
  * Patient records (an NDJSON file source) with 10 columns, 3 of them calculated, on a libSQL file
  * database in WAL mode, measured in-process through the app (`app.request`, real tokens):
  *   - the initial sync with every cell materialised (rows/s);
- *   - a view page: 2 filters, 2 sort keys, 50 rows (p50/p95);
- *   - a grouped view with 3 aggregations (p50/p95);
+ *   - a view page: 2 filters, 2 sort keys, 50 rows (p50/p95 over pages 1–5, and the first request,
+ *     before the view's summary is cached);
+ *   - a grouped view with 3 aggregations (p50/p95, and the first request);
  *   - a CSV export of every row (rows/s);
  *   - the recompute of one calculated column after its formula changes (rows/s).
  * BENCH_ROWS (100000) and BENCH_REPEAT (30) tune it; BENCH_KEEP_DIR=1 keeps the database for a look.
@@ -154,10 +155,10 @@ async function run(dir: string) {
   console.log('|---|---|---|')
   console.log(`| initial sync, cells materialised | ${syncSeconds.toFixed(2)} s, ${rate(ROWS, syncSeconds)} rows/s | |`)
   console.log(
-    `| view page (2 filters, 2 sorts, 50 rows) | p50 ${page.p50.toFixed(1)} ms, p95 ${page.p95.toFixed(1)} ms | p50 ≤ 50 ms: ${verdict(page.p50 <= 50)} |`,
+    `| view page (2 filters, 2 sorts, 50 rows) | p50 ${page.p50.toFixed(1)} ms, p95 ${page.p95.toFixed(1)} ms (first ${page.first.toFixed(1)} ms) | p50 ≤ 50 ms: ${verdict(page.p50 <= 50)} |`,
   )
   console.log(
-    `| grouped view, 3 aggregations | p50 ${groups.p50.toFixed(1)} ms, p95 ${groups.p95.toFixed(1)} ms | p50 ≤ 300 ms: ${verdict(groups.p50 <= 300)} |`,
+    `| grouped view, 3 aggregations | p50 ${groups.p50.toFixed(1)} ms, p95 ${groups.p95.toFixed(1)} ms (first ${groups.first.toFixed(1)} ms) | p50 ≤ 300 ms: ${verdict(groups.p50 <= 300)} |`,
   )
   console.log(
     `| CSV export of ${exported.toLocaleString('en')} rows | ${exportSeconds.toFixed(2)} s, ${rate(exported, exportSeconds)} rows/s | ≥ 50,000 rows/s: ${verdict(exported / exportSeconds >= 50_000)} |`,
@@ -168,8 +169,11 @@ async function run(dir: string) {
   await deps.close()
 }
 
+/** p50/p95 of `n` calls after a first one, whose own time (summary not cached yet) is `first`. */
 async function latencies(n: number, once: (i: number) => Promise<void>) {
+  const t0 = performance.now()
   await once(0)
+  const first = performance.now() - t0
   const times: number[] = []
   for (let i = 0; i < n; i++) {
     const t = performance.now()
@@ -178,7 +182,7 @@ async function latencies(n: number, once: (i: number) => Promise<void>) {
   }
   times.sort((a, b) => a - b)
   const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))]
-  return { p50: at(0.5), p95: at(0.95) }
+  return { first, p50: at(0.5), p95: at(0.95) }
 }
 
 main().catch((err) => {
