@@ -68,7 +68,13 @@ export function nodeFileStore(root: string): FileStore {
         await rename(temp, target)
         return { size }
       } catch (err) {
-        out.destroy()
+        // The file may still be opening: wait until the stream has closed its descriptor, or the
+        // open would create the temporary file again after it was removed.
+        if (!out.closed) {
+          const closed = new Promise<void>((resolve) => out.once('close', () => resolve()))
+          out.destroy()
+          await closed
+        }
         await rm(temp, { force: true })
         throw err
       }
