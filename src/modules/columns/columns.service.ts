@@ -1,9 +1,7 @@
 import { and, asc, eq, sql } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
 import { columns, dataSources, type FieldChanges } from '../../db/schema.ts'
-import { checkFhirPath } from '../../engine/fhirpath/compile.ts'
-import { analyzeFormula, checkDependencies, extractReferences, renameReference } from '../../engine/formula/index.ts'
-import { AppError, conflict, type FieldIssue, formulaError, invalid, notFound } from '../../errors.ts'
+import { AppError, notFound } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { changeInsert, createdFields, diffFields } from '../changes/changes.service.ts'
@@ -12,6 +10,20 @@ import type { PanelDto } from '../panels/panels.schemas.ts'
 import { requirePanel } from '../panels/panels.service.ts'
 import { refreshRowIndex } from '../rows/rows.indexes.ts'
 import { bumpColumnsVersion, recomputeAfterColumnChange } from '../rows/rows.materialise.ts'
+import {
+  applySourcePaths,
+  assertFhirPath,
+  assertFieldsOfKind,
+  assertUniqueName,
+  BASE_ONLY,
+  CALCULATED_ONLY,
+  checkFormula,
+  dependantsConflict,
+  dependantsOf,
+  quoted,
+  type Rewrite,
+  renamedIn,
+} from './columns.rules.ts'
 import {
   type ColumnDto,
   type ColumnRow,
@@ -22,8 +34,6 @@ import {
 } from './columns.schemas.ts'
 
 const COMMON = ['name', 'type', 'properties', 'metadata'] as const
-const BASE_ONLY = ['sourceField', 'fhirPath', 'dataSourceId'] as const
-const CALCULATED_ONLY = ['formula', 'dependencies'] as const
 const TRACKED = [...COMMON, ...BASE_ONLY, ...CALCULATED_ONLY]
 const CREATED = {
   base: ['columnType', ...COMMON, ...BASE_ONLY],
@@ -220,13 +230,6 @@ export async function deleteColumn(ctx: ServiceContext, id: number): Promise<voi
 
 // --- Internal helpers ---
 
-/** 400 naming `fhirPath` with the parser's message and 0-based position (issue: invalid FHIRPath). */
-function assertFhirPath(expression: string) {
-  const problem = checkFhirPath(expression)
-  if (!problem) return
-  throw invalid([{ path: 'fhirPath', message: problem.message }], problem.message)
-}
-
 const ownColumn = (ctx: ServiceContext, id: number) => and(eq(columns.id, id), eq(columns.tenantId, ctx.scope.tenantId))
 
 const panelColumns = (ctx: ServiceContext, panelId: number): Promise<ColumnRow[]> =>
@@ -256,83 +259,6 @@ async function requireDataSource(ctx: ServiceContext, panelId: number, id: numbe
     .where(and(eq(dataSources.id, id), eq(dataSources.tenantId, ctx.scope.tenantId), eq(dataSources.panelId, panelId)))
     .limit(1)
   if (!found) throw notFound('Data source', id, ctx.scope.tenantId)
-}
-
-/** Names are unique within a panel (the docs are silent), so a `{Name}` reference names one column. */
-function assertUniqueName(existing: ColumnRow[], name: string, panelId: number) {
-  const clash = existing.find((c) => c.name === name)
-  if (clash) {
-    throw conflict(`A column named "${name}" already exists in panel ${panelId}; column names must be unique within a panel`, [
-      { id: clash.id, name: clash.name },
-    ])
-  }
-}
-
-/** Calculated columns whose formula references `name`. */
-const dependantsOf = (rows: ColumnRow[], name: string) =>
-  rows.filter((c) => c.columnType === 'calculated' && c.formula && extractReferences(c.formula).some((r) => r.name === name))
-
-const quoted = (names: string[]) => names.map((n) => `"${n}"`).join(', ')
-
-/** 409 listing the dependants of a column that cannot be renamed or deleted (FORMULAS.md). */
-const dependantsConflict = (name: string, found: ColumnRow[], hint: string) =>
-  conflict(
-    `Column "${name}" is referenced by calculated columns (${quoted(found.map((c) => c.name))}); ${hint}`,
-    found.map(({ id, name }) => ({ id, name })),
-  )
-
-type Rewrite = { row: ColumnRow; patch: Pick<ColumnRow, 'formula' | 'dependencies'> }
-
-/** A dependant's formula and dependencies with `{from}` renamed to `{to}` (a cascading rename). */
-const renamedIn = (row: ColumnRow, from: string, to: string): Rewrite['patch'] => ({
-  formula: renameReference(row.formula ?? '', from, to),
-  dependencies: (row.dependencies ?? []).map((d) => (d === from ? to : d)),
-})
-
-/**
- * Runs the formula checks (one FORMULA_ERROR with every problem) and returns the dependencies to
- * store: the list sent, deduplicated, or the derived ones (columns, then source paths) when none was sent.
- */
-function checkFormula(formula: string, dependencies: string[] | undefined, name: string, others: ColumnRow[]): string[] {
-  const analysis = analyzeFormula(formula, { columns: others, selfName: name })
-  const errors = [...analysis.errors]
-  if (dependencies !== undefined) {
-    const names = new Set([name, ...others.map((c) => c.name)])
-    errors.push(...checkDependencies(analysis.references, dependencies, names, analysis.sourcePaths))
-  }
-  if (errors.length > 0) {
-    const shown = errors.slice(0, 5).map((e) => e.message)
-    if (errors.length > 5) shown.push(`and ${errors.length - 5} more`)
-    throw formulaError(errors, `Formula is invalid: ${shown.join('; ')}`)
-  }
-  return dependencies === undefined ? analysis.dependencies : [...new Set(dependencies)]
-}
-
-/** 400 for fields of the other kind: a base column has no formula, a calculated one no source. */
-function assertFieldsOfKind(row: ColumnRow, input: UpdateColumnInput) {
-  const issues: FieldIssue[] = []
-  const foreign = row.columnType === 'base' ? CALCULATED_ONLY : BASE_ONLY
-  for (const f of foreign) {
-    if (input[f] !== undefined && input[f] !== null) issues.push({ path: f, message: `a ${row.columnType} column has no ${f}` })
-  }
-  if (issues.length > 0) throw invalid(issues)
-}
-
-/**
- * New fhirPath/sourceField of a base column. When only one is sent and the two were equal (one
- * defaulted to the other), both move; a pair left with nothing is a 400.
- */
-function applySourcePaths(before: ColumnRow, input: UpdateColumnInput, patch: Partial<ColumnRow>) {
-  const { fhirPath: f, sourceField: s } = input
-  if (f === undefined && s === undefined) return
-  const linked = before.fhirPath === before.sourceField
-  let fhirPath = f === undefined ? (linked && s ? s : before.fhirPath) : f
-  let sourceField = s === undefined ? (linked && f ? f : before.sourceField) : s
-  fhirPath ??= sourceField
-  sourceField ??= fhirPath
-  if (!fhirPath) throw invalid([{ path: 'fhirPath', message: 'fhirPath or sourceField is required' }])
-  patch.fhirPath = fhirPath
-  patch.sourceField = sourceField
 }
 
 async function insertColumn(ctx: ServiceContext, panel: PanelDto, column: NewColumn): Promise<ColumnDto> {
