@@ -1,11 +1,12 @@
 import { z } from 'zod'
-import { Authentication, createAuthenticator } from './shared/auth.ts'
+import { Authentication } from './shared/auth.ts'
 import { DEFAULT_HTTP_TIMEOUT_MS, httpUrl, requestFields } from './shared/http-config.ts'
 import { evaluatePath, isValidPath } from './shared/json-path.ts'
 import { type LoadedPage, paginate, pagingFields } from './shared/paginate.ts'
 import { csvBatches } from './shared/parse/csv.ts'
 import { xmlRecords } from './shared/parse/xml.ts'
-import { createHttpClient, type HttpClient } from './shared/request.ts'
+import type { HttpClient } from './shared/request.ts'
+import { sourceClient } from './shared/source-client.ts'
 import { ConnectorError, defineConnector, type SourceRecord } from './types.ts'
 
 export { readBodyLimited } from './shared/request.ts'
@@ -59,18 +60,7 @@ export default defineConnector<ApiConfig>({
   type: CONNECTOR_TYPE,
   configSchema: ApiConfig,
   async *read(config, ctx) {
-    const auth = createAuthenticator(config.authentication, ctx, {
-      retryAttempts: config.retryAttempts,
-      retryDelayMs: config.retryDelay,
-      timeoutMs: config.timeout,
-    })
-    const client = createHttpClient(ctx, {
-      label: 'API',
-      timeoutMs: config.timeout,
-      retryAttempts: config.retryAttempts,
-      retryDelayMs: config.retryDelay,
-      auth,
-    })
+    const client = sourceClient(ctx, config, 'API')
     const init = requestInit(config)
     let page = 1
     try {

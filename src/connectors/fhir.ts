@@ -1,7 +1,8 @@
 import { z } from 'zod'
-import { Authentication, createAuthenticator } from './shared/auth.ts'
+import { Authentication } from './shared/auth.ts'
 import { httpUrl, maxPagesField, requestFields } from './shared/http-config.ts'
-import { createHttpClient, type HttpClient } from './shared/request.ts'
+import type { HttpClient } from './shared/request.ts'
+import { sourceClient } from './shared/source-client.ts'
 import { type ConnectorContext, ConnectorError, defineConnector, type SourceRecord } from './types.ts'
 
 export const CONNECTOR_TYPE = 'fhir'
@@ -54,21 +55,9 @@ export default defineConnector<FhirConfig>({
   type: CONNECTOR_TYPE,
   configSchema: FhirConfig,
   async *read(config, ctx) {
-    const auth = createAuthenticator(config.authentication, ctx, {
-      retryAttempts: config.retryAttempts,
-      retryDelayMs: config.retryDelay,
-      timeoutMs: config.timeout,
-    })
-    const client = createHttpClient(ctx, {
-      label: 'FHIR server',
-      timeoutMs: config.timeout,
-      retryAttempts: config.retryAttempts,
-      retryDelayMs: config.retryDelay,
-      auth,
-      describeFailure: (res, body) => {
-        const outcome = outcomeText(body)
-        return outcome && `FHIR server responded ${res.status} with an OperationOutcome: ${outcome}`
-      },
+    const client = sourceClient(ctx, config, 'FHIR server', (res, body) => {
+      const outcome = outcomeText(body)
+      return outcome && `FHIR server responded ${res.status} with an OperationOutcome: ${outcome}`
     })
     const types = [...new Set(config.resourceTypes ?? [config.resourceType as string])]
     for (const type of types) yield* search(config, ctx, client, type)
