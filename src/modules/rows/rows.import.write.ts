@@ -143,7 +143,10 @@ export function insertStatements(
   return out
 }
 
-/** Updates of existing records (by id) with their merged data and new cells. */
+/**
+ * Updates of existing records (by id) with their merged data and new cells. `+records.tenant_id`
+ * keeps SQLite from driving the update by the tenant index (a scan per payload row).
+ */
 export function updateStatements(
   tenantId: string,
   rows: (StoredRow & { id: number })[],
@@ -158,7 +161,7 @@ export function updateStatements(
       UPDATE records SET data = j.value -> 1, cells = j.value -> 2, errors = nullif(j.value -> 3, 'null'),
         cells_version = ${version}, updated_at = ${now}
       FROM json_each(${payload}) j
-      WHERE records.id = j.value ->> 0 AND records.tenant_id = ${tenantId}`)
+      WHERE records.id = j.value ->> 0 AND +records.tenant_id = ${tenantId}`)
   }
   return out
 }
