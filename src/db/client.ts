@@ -13,3 +13,14 @@ export function createDb(client: Client) {
  * `batch`. The D1 variant is produced in `src/runtime/workers.ts` with the same schema and casing.
  */
 export type Db = ReturnType<typeof createDb>
+
+/** Rows a write changed: libSQL reports `rowsAffected`, D1 (Workers) `meta.changes`. */
+export const rowsAffected = (result: unknown): number =>
+  Number((result as { rowsAffected?: number }).rowsAffected ?? (result as { meta?: { changes?: number } }).meta?.changes ?? 0)
+
+/** The id an INSERT gave its row: libSQL reports `lastInsertRowid`, D1 (Workers) `meta.last_row_id`. */
+export const insertedId = (result: unknown): number =>
+  Number(
+    (result as { lastInsertRowid?: bigint | number }).lastInsertRowid ??
+      (result as { meta?: { last_row_id?: number } }).meta?.last_row_id,
+  )

@@ -40,12 +40,11 @@ export async function runDueSyncs(deps: Deps, now: Date = deps.clock.now(), limi
     .limit(limit)
   for (const source of due) {
     try {
-      report.started++
       const outcome = await runSync(systemContext(deps, source.tenantId), source, 'schedule')
+      report.started++
       if (outcome.source.syncStatus === 'success') report.succeeded++
       else report.failed++
     } catch (err) {
-      report.started--
       if (isConflict(err)) report.skipped++
       else {
         report.failed++

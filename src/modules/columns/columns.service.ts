@@ -1,5 +1,6 @@
 import { and, asc, eq, sql } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
+import { insertedId } from '../../db/client.ts'
 import { columns, dataSources, type FieldChanges } from '../../db/schema.ts'
 import { AppError, notFound } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
@@ -284,9 +285,8 @@ async function insertColumn(ctx: ServiceContext, panel: PanelDto, column: NewCol
       changes: createdFields(values, CREATED[column.columnType]),
     }),
   ])
-  // libSQL reports the new id as `lastInsertRowid`; D1 (Workers) as `meta.last_row_id`.
-  const newId = inserted.lastInsertRowid ?? (inserted as { meta?: { last_row_id?: number } }).meta?.last_row_id
+  const newId = insertedId(inserted)
   await recomputeAfterColumnChange(ctx, panel.id)
   await refreshRowIndex(ctx.db, ctx.scope.tenantId, panel.id)
-  return toColumnDto({ ...values, id: Number(newId) })
+  return toColumnDto({ ...values, id: newId })
 }

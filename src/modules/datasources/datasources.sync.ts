@@ -2,6 +2,7 @@ import { and, desc, eq, type SQL, sql } from 'drizzle-orm'
 import { connectorFor, notAvailableMessage } from '../../connectors/registry.ts'
 import { createGuardedFetch } from '../../connectors/shared/guarded-fetch.ts'
 import { type Connector, type ConnectorContext, ConnectorError, type SourceRecord } from '../../connectors/types.ts'
+import { rowsAffected } from '../../db/client.ts'
 import { dataSources, records, type SyncTrigger, syncRuns } from '../../db/schema.ts'
 import { conflict } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
@@ -31,9 +32,6 @@ export const LEASE_MS = 2 * 60 * 1000
 
 class SyncCancelled extends Error {}
 
-const affected = (r: unknown) =>
-  Number((r as { rowsAffected?: number }).rowsAffected ?? (r as { meta?: { changes?: number } }).meta?.changes ?? 0)
-
 /**
  * Takes the source's lease and opens a sync run (DATA-ENGINE: Sync lifecycle): the run row and
  * the lease are written in one batch, both only when no live lease exists, so two runners can
@@ -60,7 +58,7 @@ export async function beginSync(
   const [run] = row?.leaseRunId
     ? await ctx.db.select().from(syncRuns).where(eq(syncRuns.id, row.leaseRunId))
     : await ctx.db.select().from(syncRuns).where(eq(syncRuns.dataSourceId, source.id)).orderBy(desc(syncRuns.id)).limit(1)
-  if (affected(leased) === 1 && run) return run
+  if (rowsAffected(leased) === 1 && run) return run
   throw conflict(`A synchronisation of data source ${source.id} is already running`, run ? toSyncRunDto(run) : null)
 }
 
@@ -120,8 +118,7 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
 async function catchUpColumnChanges(ctx: ServiceContext, source: DataSourceRow, plan: PanelPlan | undefined) {
   if (!plan) return
   const [panel] = await ctx.db.all<{ v: number }>(sql`SELECT columns_version AS v FROM panels WHERE id = ${source.panelId}`)
-  if (panel && Number(panel.v) !== plan.version)
-    await recomputeAfterColumnChange({ ...ctx, scope: { ...ctx.scope, tenantId: source.tenantId } }, source.panelId)
+  if (panel && Number(panel.v) !== plan.version) await recomputeAfterColumnChange(ctx, source.panelId)
 }
 
 /** beginSync + executeSync: the sync a request waits for (create, POST …/sync). */
@@ -172,7 +169,7 @@ export async function recoverInterruptedSyncs(db: ServiceContext['db'], now: Dat
     ? sql`sync_status = 'syncing'`
     : sql`sync_status = 'syncing' AND (lease_expires_at IS NULL OR lease_expires_at < ${at})`
   const message = 'Synchronisation interrupted: the service stopped while it ran; it will run again'
-  const [runs, sources] = await db.batch([
+  const [, sources] = await db.batch([
     db.run(sql`
       UPDATE sync_runs SET status = 'error', error = ${message}, finished_at = ${at}
       WHERE status = 'syncing' AND data_source_id IN (SELECT id FROM data_sources WHERE ${stale})`),
@@ -181,8 +178,7 @@ export async function recoverInterruptedSyncs(db: ServiceContext['db'], now: Dat
         lease_expires_at = NULL, next_sync_at = ${at}
       WHERE ${stale}`),
   ])
-  void runs
-  return affected(sources)
+  return rowsAffected(sources)
 }
 
 // --- Internal helpers ---

@@ -1,4 +1,5 @@
 import { and, eq, ne, sql } from 'drizzle-orm'
+import { rowsAffected } from '../../db/client.ts'
 import { views } from '../../db/schema.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
@@ -62,9 +63,7 @@ export async function notifyViewMembershipChanges(
       VALUES (${view.tenantId}, ${view.userId}, ${view.id}, 'DATA_CHANGED', 'info', ${message}, 0,
               ${`membership:${view.id}:${eventKey}`}, ${isoNow(ctx.clock)})
       ON CONFLICT DO NOTHING`)
-    written += Number(
-      (result as { rowsAffected?: number }).rowsAffected ?? (result as { meta?: { changes?: number } }).meta?.changes ?? 0,
-    )
+    written += rowsAffected(result)
   }
   return written
 }

@@ -1,4 +1,5 @@
 import { and, asc, desc, eq, isNull, or, type SQL, sql } from 'drizzle-orm'
+import { insertedId } from '../../db/client.ts'
 import { panels } from '../../db/schema.ts'
 import { notFound } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
@@ -136,9 +137,8 @@ export async function createPanel(ctx: ServiceContext, input: CreatePanelInput):
     }),
   ])
   await invalidateLists(ctx, values.userId)
-  // libSQL reports the new id as `lastInsertRowid`; D1 (Workers) as `meta.last_row_id`.
-  const newId = inserted.lastInsertRowid ?? (inserted as { meta?: { last_row_id?: number } }).meta?.last_row_id
-  return toPanelDto({ ...values, id: Number(newId), columnsVersion: 0, materialisedVersion: 0, deletedAt: null })
+  const newId = insertedId(inserted)
+  return toPanelDto({ ...values, id: newId, columnsVersion: 0, materialisedVersion: 0, deletedAt: null })
 }
 
 /** Updates name, description, metadata or cohort rule; records the diff and notifies view owners. */

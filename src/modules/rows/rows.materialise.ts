@@ -1,4 +1,5 @@
 import { and, asc, eq, sql } from 'drizzle-orm'
+import { rowsAffected } from '../../db/client.ts'
 import { columns, dataSources, panels } from '../../db/schema.ts'
 import type { Deps } from '../../deps.ts'
 import {
@@ -112,7 +113,7 @@ export async function recomputePanel(db: Deps['db'], tenantId: string, panelId: 
     const done = await db.run(sql`
       UPDATE panels SET materialised_version = ${plan.version}
       WHERE id = ${panelId} AND tenant_id = ${tenantId} AND columns_version = ${plan.version}`)
-    if (affected(done) > 0) return written
+    if (rowsAffected(done) > 0) return written
     const [panel] = await db
       .select({ id: panels.id })
       .from(panels)
@@ -149,9 +150,6 @@ export async function recomputeStalePanels(deps: Deps, limit = 5): Promise<numbe
 }
 
 // --- Internal helpers ---
-
-const affected = (r: unknown) =>
-  Number((r as { rowsAffected?: number }).rowsAffected ?? (r as { meta?: { changes?: number } }).meta?.changes ?? 0)
 
 function orderColumns(rows: ColumnRow[]): ColumnDefinition[] {
   const base = rows.filter((c) => c.columnType === 'base')

@@ -1,4 +1,5 @@
 import { and, desc, eq, isNull, or, type SQL, sql } from 'drizzle-orm'
+import { insertedId } from '../../db/client.ts'
 import { type ChangeAction, type FieldChanges, panels, views } from '../../db/schema.ts'
 import { forbidden, notFound } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
@@ -187,9 +188,8 @@ export async function createView(ctx: ServiceContext, input: CreateViewInput): P
       changes: createdFields(values, [...TRACKED, 'isPublished']),
     }),
   ])
-  // libSQL reports the new id as `lastInsertRowid`; D1 (Workers) as `meta.last_row_id`.
-  const newId = inserted.lastInsertRowid ?? (inserted as { meta?: { last_row_id?: number } }).meta?.last_row_id
-  return toViewDto({ ...values, id: Number(newId) }, panel)
+  const newId = insertedId(inserted)
+  return toViewDto({ ...values, id: newId }, panel)
 }
 
 /** Merges the given fields (config shallowly) into the caller's own view (CONTRACT: PUT view). */
