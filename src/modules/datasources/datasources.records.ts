@@ -115,10 +115,57 @@ export async function contentHashes(texts: string[], digest: Digest): Promise<st
   return full.map((h) => h.slice(0, KEY_HEX_DIGITS))
 }
 
+/** Where stored rows go: one generation of one source of a panel. */
+export interface RecordTarget {
+  tenantId: string
+  panelId: number
+  dataSourceId: number
+  generation: number
+}
+
+/** A row ready to store: its key, and its data, cells and errors as JSON texts (`null` for no errors). */
+export interface RowPayload {
+  key: string
+  data: string
+  cells: string
+  errors: string
+}
+
+/**
+ * INSERTs of stored rows (cells computed already) into one generation, one JSON parameter per
+ * statement expanded by `json_each`. A key already there is replaced (`replace`: syncs, last read
+ * wins) or kept (`keep`: an import never overwrites a record created meanwhile).
+ */
+export function insertRowStatements(
+  target: RecordTarget,
+  rows: RowPayload[],
+  version: number,
+  now: string,
+  onConflict: 'replace' | 'keep',
+  perStatement = RECORDS_PER_STATEMENT,
+): SQL[] {
+  const conflict =
+    onConflict === 'keep'
+      ? sql`DO NOTHING`
+      : sql`DO UPDATE SET data = excluded.data, cells = excluded.cells, errors = excluded.errors,
+          cells_version = excluded.cells_version, updated_at = excluded.updated_at`
+  const statements: SQL[] = []
+  for (let i = 0; i < rows.length; i += perStatement) {
+    const items = rows.slice(i, i + perStatement).map((r) => `[${JSON.stringify(r.key)},${r.data},${r.cells},${r.errors}]`)
+    statements.push(sql`
+      INSERT INTO records (tenant_id, panel_id, data_source_id, generation, key, data, cells, errors, cells_version, created_at, updated_at)
+      SELECT ${target.tenantId}, ${target.panelId}, ${target.dataSourceId}, ${target.generation}, j.value ->> 0, j.value -> 1,
+        j.value -> 2, nullif(j.value -> 3, 'null'), ${version}, ${now}, ${now}
+      FROM json_each(${`[${items.join(',')}]`}) j WHERE true
+      ON CONFLICT (data_source_id, generation, key) ${conflict}`)
+  }
+  return statements
+}
+
 /**
  * Upserts records into one generation of a source, with their materialised row (cells, errors and
  * the columns version they were computed with): a full sync writes its new generation, an
- * incremental sync the current one. One statement per RECORDS_PER_STATEMENT records.
+ * incremental sync the current one.
  */
 export function upsertStatements(
   source: DataSourceRow,
@@ -127,23 +174,13 @@ export function upsertStatements(
   now: string,
   rows: RowWriter,
 ): SQL[] {
-  const statements: SQL[] = []
-  for (let i = 0; i < records.length; i += RECORDS_PER_STATEMENT) {
-    const chunk = records.slice(i, i + RECORDS_PER_STATEMENT)
-    const items = chunk.map((r) => {
-      const row = rowOf(rows.plan, source.id, r.data, rows.now)
-      const errors = row.errors.length > 0 ? JSON.stringify(row.errors) : 'null'
-      return `[${JSON.stringify(r.key)},${r.json},${JSON.stringify(row.cells)},${errors}]`
-    })
-    statements.push(sql`
-      INSERT INTO records (tenant_id, panel_id, data_source_id, generation, key, data, cells, errors, cells_version, created_at, updated_at)
-      SELECT ${source.tenantId}, ${source.panelId}, ${source.id}, ${generation}, j.value ->> 0, j.value -> 1, j.value -> 2,
-        nullif(j.value -> 3, 'null'), ${rows.plan.version}, ${now}, ${now}
-      FROM json_each(${`[${items.join(',')}]`}) j WHERE true
-      ON CONFLICT (data_source_id, generation, key) DO UPDATE SET data = excluded.data, cells = excluded.cells,
-        errors = excluded.errors, cells_version = excluded.cells_version, updated_at = excluded.updated_at`)
-  }
-  return statements
+  const payload = records.map((r): RowPayload => {
+    const row = rowOf(rows.plan, source.id, r.data, rows.now)
+    const errors = row.errors.length > 0 ? JSON.stringify(row.errors) : 'null'
+    return { key: r.key, data: r.json, cells: JSON.stringify(row.cells), errors }
+  })
+  const target = { tenantId: source.tenantId, panelId: source.panelId, dataSourceId: source.id, generation }
+  return insertRowStatements(target, payload, rows.plan.version, now, 'replace')
 }
 
 /** Deletes records by key from one generation (incremental deletes, webhook `data.deleted`). */

@@ -2,7 +2,7 @@ import { type SQL, sql } from 'drizzle-orm'
 import type { Deps } from '../../deps.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
-import { contentHashes } from '../datasources/datasources.records.ts'
+import { contentHashes, insertRowStatements } from '../datasources/datasources.records.ts'
 
 /**
  * The writes of an import (DATA-ENGINE: import): the panel's one `import` data source, lookups of
@@ -130,17 +130,14 @@ export function insertStatements(
   now: string,
   perStatement: number,
 ): SQL[] {
-  const out: SQL[] = []
-  for (let i = 0; i < rows.length; i += perStatement) {
-    const payload = JSON.stringify(rows.slice(i, i + perStatement).map((r) => [r.key, r.data, r.cells, r.errors]))
-    out.push(sql`
-      INSERT INTO records (tenant_id, panel_id, data_source_id, generation, key, data, cells, errors, cells_version, created_at, updated_at)
-      SELECT ${scope.tenantId}, ${scope.panelId}, ${source.id}, ${source.generation}, j.value ->> 0, j.value -> 1, j.value -> 2,
-             nullif(j.value -> 3, 'null'), ${version}, ${now}, ${now}
-      FROM json_each(${payload}) j WHERE true
-      ON CONFLICT (data_source_id, generation, key) DO NOTHING`)
-  }
-  return out
+  const target = { ...scope, dataSourceId: source.id, generation: source.generation }
+  const payload = rows.map((r) => ({
+    key: r.key,
+    data: JSON.stringify(r.data),
+    cells: JSON.stringify(r.cells),
+    errors: JSON.stringify(r.errors ?? null),
+  }))
+  return insertRowStatements(target, payload, version, now, 'keep', perStatement)
 }
 
 /**
