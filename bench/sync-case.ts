@@ -18,8 +18,9 @@ import { createLogger } from '../src/lib/logger.ts'
 import { createBaseColumn } from '../src/modules/columns/columns.service.ts'
 import { createDataSource } from '../src/modules/datasources/datasources.service.ts'
 import { createPanel } from '../src/modules/panels/panels.service.ts'
+import { sha256Hex } from '../src/runtime/node-crypto.ts'
 import { nodeFileStore } from '../src/runtime/node-files.ts'
-import { openDatabase, sha256Hex } from '../src/runtime/node-primitives.ts'
+import { openDatabase } from '../src/runtime/node-primitives.ts'
 
 const [kind, dir, target] = process.argv.slice(2)
 

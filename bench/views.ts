@@ -21,8 +21,9 @@ import { parseConfig } from '../src/config.ts'
 import { buildDeps } from '../src/deps.ts'
 import { createLogger } from '../src/lib/logger.ts'
 import { signToken } from '../src/lib/tokens.ts'
+import { sha256Hex } from '../src/runtime/node-crypto.ts'
 import { nodeFileStore } from '../src/runtime/node-files.ts'
-import { openDatabase, sha256Hex } from '../src/runtime/node-primitives.ts'
+import { openDatabase } from '../src/runtime/node-primitives.ts'
 import { patient } from './lib/fhir-patients.ts'
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000)

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto'
 import { lookup } from 'node:dns/promises'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -9,11 +8,9 @@ import type { Config } from '../config.ts'
 import { createDb } from '../db/client.ts'
 import type { Primitives } from '../deps.ts'
 import { applyMigrations } from './migrate.ts'
+import { sha256Hex } from './node-crypto.ts'
 import { nodeFileStore } from './node-files.ts'
 import { nodeSqliteOpener } from './node-sqlite.ts'
-
-/** SHA-256 hex of a string, synchronously: record keys hash every keyless row (DATA-ENGINE: Records). */
-export const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex')
 
 /** Opens the libSQL database of DATABASE_URL (creating a file's folder), tuned and migrated. */
 export async function openDatabase(config: Config) {

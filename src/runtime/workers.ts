@@ -6,7 +6,6 @@
  * refuse with 400. The cron trigger runs the due syncs. Workers never migrate at run time:
  * `wrangler d1 migrations apply` applies migrations/ in the deploy step.
  */
-import { createHash } from 'node:crypto'
 import type { D1Database, ExecutionContext, KVNamespace, ScheduledController } from '@cloudflare/workers-types/index.ts'
 import { createClient } from '@libsql/client/web'
 import { createStorage, type Storage } from 'unstorage'
@@ -20,6 +19,7 @@ import { createRateLimiter } from '../http/rate-limit.ts'
 import { createTokenVerifier } from '../http/token-verifier.ts'
 import { createLogger } from '../lib/logger.ts'
 import { runDueSyncs } from '../scheduler/run-due-syncs.ts'
+import { sha256Hex } from './node-crypto.ts'
 import { d1Db } from './workers-d1.ts'
 
 /** The Worker's env: the bindings of wrangler.toml plus string vars and secrets. */
@@ -40,7 +40,6 @@ interface Isolate {
 const isolates = new WeakMap<object, Isolate>()
 
 /** node:crypto's synchronous digest, which nodejs_compat provides. */
-const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex')
 
 /** What Workers need beyond parseConfig's rules, named per variable like parseConfig's issues. */
 function workersIssues(env: WorkerEnv, vars: Record<string, string>, cacheDriver: string) {

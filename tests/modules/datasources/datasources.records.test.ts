@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { FingerprintSet, keyRecords, newKeySet } from '../../../src/modules/datasources/datasources.records.ts'
-import { sha256Hex } from '../../../src/runtime/node-primitives.ts'
+import { sha256Hex } from '../../../src/runtime/node-crypto.ts'
 
 describe('FingerprintSet', () => {
   it('answers true for new fingerprints and false for repeats, across growth', () => {
