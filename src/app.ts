@@ -1,14 +1,10 @@
 import { swaggerUI } from '@hono/swagger-ui'
 import { OpenAPIHono } from '@hono/zod-openapi'
 import type { Context } from 'hono'
-import { secureHeaders } from 'hono/secure-headers'
-import { accessLog } from './http/access-log.ts'
-import { jwtAuth } from './http/auth.ts'
-import { jsonBody } from './http/body.ts'
-import { type AppEnv, appPath, injectDeps, type MakeDeps, mountPath, requestId } from './http/context.ts'
-import { corsFor } from './http/cors.ts'
+import { apiGuard } from './http/api-guard.ts'
+import { type AppEnv, type MakeDeps, mountPath } from './http/context.ts'
 import { defaultHook, notFound, onError } from './http/errors.ts'
-import { rateLimit } from './http/limits.ts'
+import { requestFrame } from './http/frame.ts'
 import { changesRouter } from './modules/changes/changes.routes.ts'
 import { columnsRouter } from './modules/columns/columns.routes.ts'
 import { datasourcesRouter } from './modules/datasources/datasources.routes.ts'
@@ -32,9 +28,6 @@ export const OPENAPI_INFO = {
   },
 } as const
 
-/** Paths whose bodies are not JSON or are checked by their own route (uploads, signed webhooks). */
-const RAW_BODY_PATHS = [/^\/api\/webhooks\//, /^\/api\/datasources\/\d+\/file$/, /^\/api\/panels\/\d+\/import$/]
-
 /**
  * The one app every runtime serves. `makeDeps` receives the runtime's bindings (a Worker's env,
  * Node's client address) and returns the dependencies for the request.
@@ -42,17 +35,10 @@ const RAW_BODY_PATHS = [/^\/api\/webhooks\//, /^\/api\/datasources\/\d+\/file$/,
 export function createApp(makeDeps: MakeDeps) {
   const app = new OpenAPIHono<AppEnv>({ defaultHook: defaultHook as never })
 
-  app.use('*', requestId())
-  app.use('*', injectDeps(makeDeps))
-  app.use('*', accessLog())
-  // Every middleware is built once here, not per request (docs/performance.md).
-  app.use('*', secureHeaders({ crossOriginResourcePolicy: 'cross-origin' }))
-  app.use('*', (c, next) => corsFor(c.get('deps').config)(c, next))
-  const auth = jwtAuth()
-  app.use('/api/*', (c, next) => (appPath(c).startsWith('/api/webhooks/') ? next() : auth(c, next)))
-  app.use('/api/*', rateLimit())
-  const json = jsonBody()
-  app.use('/api/*', (c, next) => (RAW_BODY_PATHS.some((r) => r.test(appPath(c))) ? next() : json(c, next)))
+  // Two middleware layers, each built once here (docs/performance.md): the frame around every
+  // request (id, deps, response headers, CORS, access log) and the guard of /api (auth, limits, body).
+  app.use('*', requestFrame(makeDeps))
+  app.use('/api/*', apiGuard())
 
   app.onError(onError)
   app.notFound(notFound)

@@ -1,7 +1,6 @@
-import type { MiddlewareHandler } from 'hono'
 import { AppError, tooLarge } from '../errors.ts'
 import { readTextLimited } from '../lib/streams.ts'
-import type { AppEnv } from './context.ts'
+import type { AppContext } from './context.ts'
 
 const JSON_TYPE = /^application\/([\w.-]+\+)?json$/i
 const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
@@ -9,39 +8,40 @@ export const MAX_JSON_BODY = 1024 * 1024
 
 /**
  * JSON bodies of /api writes (CONTRACT: General): over 1 MiB → 413, a non-JSON media type → 415,
- * malformed JSON → 400 INVALID_JSON, an empty body → `{}`. Routes that take raw uploads or signed
- * bodies are listed in `skip` and check their own limits.
+ * malformed JSON → 400 INVALID_JSON, an empty body → `{}`. The checked text is left in Hono's body
+ * cache for the route's validator. Reads (GET, HEAD, OPTIONS) return undefined: nothing to wait for.
  */
-export const jsonBody = (skip: RegExp[] = []): MiddlewareHandler<AppEnv> =>
-  async function jsonBody(c, next) {
-    if (!WRITE_METHODS.has(c.req.method) || skip.some((r) => r.test(c.req.path))) return next()
-    const length = c.req.header('content-length')
-    if (length !== undefined && Number(length) > MAX_JSON_BODY)
-      throw tooLarge(`JSON bodies are limited to ${MAX_JSON_BODY} bytes`)
-    // With a Content-Length (already checked above) the HTTP parser bounds the body, so it is read
-    // in one call (@hono/node-server's fast path, no stream); without one it is streamed with the cap.
-    const raw =
-      length !== undefined
-        ? await c.req.raw.text()
-        : c.req.raw.body
-          ? await readTextLimited(c.req.raw.body, MAX_JSON_BODY, () =>
-              tooLarge(`JSON bodies are limited to ${MAX_JSON_BODY} bytes`),
-            )
-          : ''
-    const contentType = c.req.header('content-type')
-    const mediaType = contentType?.split(';')[0].trim() ?? ''
-    if (raw.trim() === '') {
-      c.req.bodyCache.text = Promise.resolve('{}') as never
-      return next()
-    }
-    if (!JSON_TYPE.test(mediaType)) {
-      throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Expected Content-Type application/json, got ${mediaType || 'none'}`)
-    }
-    try {
-      JSON.parse(raw)
-    } catch {
-      throw new AppError('INVALID_JSON', 'The request body is not valid JSON')
-    }
-    c.req.bodyCache.text = Promise.resolve(raw) as never
-    await next()
+export function readJsonBody(c: AppContext): Promise<void> | undefined {
+  if (!WRITE_METHODS.has(c.req.method)) return undefined
+  return checkJsonBody(c)
+}
+
+async function checkJsonBody(c: AppContext) {
+  const length = c.req.header('content-length')
+  if (length !== undefined && Number(length) > MAX_JSON_BODY) throw tooLarge(`JSON bodies are limited to ${MAX_JSON_BODY} bytes`)
+  // With a Content-Length (already checked above) the HTTP parser bounds the body, so it is read
+  // in one call (@hono/node-server's fast path, no stream); without one it is streamed with the cap.
+  const raw =
+    length !== undefined
+      ? await c.req.raw.text()
+      : c.req.raw.body
+        ? await readTextLimited(c.req.raw.body, MAX_JSON_BODY, () =>
+            tooLarge(`JSON bodies are limited to ${MAX_JSON_BODY} bytes`),
+          )
+        : ''
+  const contentType = c.req.header('content-type')
+  const mediaType = contentType?.split(';')[0].trim() ?? ''
+  if (raw.trim() === '') {
+    c.req.bodyCache.text = Promise.resolve('{}') as never
+    return
   }
+  if (!JSON_TYPE.test(mediaType)) {
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Expected Content-Type application/json, got ${mediaType || 'none'}`)
+  }
+  try {
+    JSON.parse(raw)
+  } catch {
+    throw new AppError('INVALID_JSON', 'The request body is not valid JSON')
+  }
+  c.req.bodyCache.text = Promise.resolve(raw) as never
+}

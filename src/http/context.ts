@@ -1,6 +1,7 @@
-import type { Context, MiddlewareHandler } from 'hono'
+import type { Context } from 'hono'
 import { basePath } from 'hono/route'
 import type { Deps } from '../deps.ts'
+import type { HeaderRecord } from './response-headers.ts'
 import type { Claims } from './token-verifier.ts'
 
 /** Who acts: the tenant and user every service query is scoped by. */
@@ -36,6 +37,8 @@ export type AppEnv = {
     requestId: string
     /** Verified token claims; undefined with AUTH_DISABLED. */
     claims?: Claims
+    /** The response's headers, gathered before the handler (src/http/response-headers.ts). */
+    responseHeaders: HeaderRecord
   }
 }
 
@@ -52,22 +55,11 @@ export const appPath = (c: Context) => c.req.path.slice(mountPath(c).length)
 
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/
 
-/** Reuses a sane incoming X-Request-Id or makes one, and echoes it (CONTRACT: Errors). */
-export const requestId = (): MiddlewareHandler<AppEnv> =>
-  async function requestId(c, next) {
-    const incoming = c.req.header('x-request-id')
-    const id = incoming && SANE_REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID()
-    c.set('requestId', id)
-    c.header('X-Request-Id', id)
-    await next()
-  }
-
-/** Puts the runtime's dependencies on `c.var.deps` (per request on Workers, shared elsewhere). */
-export const injectDeps = (makeDeps: MakeDeps): MiddlewareHandler<AppEnv> =>
-  async function injectDeps(c, next) {
-    c.set('deps', await makeDeps(c.env))
-    await next()
-  }
+/** A sane incoming X-Request-Id, or a new one (CONTRACT: Errors); the frame echoes it. */
+export function requestIdOf(c: Context): string {
+  const incoming = c.req.header('x-request-id')
+  return incoming && SANE_REQUEST_ID.test(incoming) ? incoming : crypto.randomUUID()
+}
 
 export function requestMeta(c: AppContext): RequestMeta {
   const forwarded = c.req.header('x-forwarded-for')?.split(',')[0]?.trim()

@@ -1,4 +1,5 @@
 import type { AppContext } from './context.ts'
+import { setResponseHeader } from './response-headers.ts'
 
 /** `X-Total-Count` and an RFC 8288 `Link` header (first, prev, next, last) for a paged list. */
 export function paginationHeaders(c: AppContext, p: { total: number; page: number; limit: number }) {
@@ -13,6 +14,6 @@ export function paginationHeaders(c: AppContext, p: { total: number; page: numbe
   if (p.page > 1) links.push(`${at(Math.min(p.page - 1, pages))}; rel="prev"`)
   if (p.page < pages) links.push(`${at(p.page + 1)}; rel="next"`)
   links.push(`${at(pages)}; rel="last"`)
-  c.header('X-Total-Count', String(p.total))
-  c.header('Link', links.join(', '))
+  setResponseHeader(c, 'X-Total-Count', String(p.total))
+  setResponseHeader(c, 'Link', links.join(', '))
 }

@@ -1,5 +1,6 @@
 import { createRoute } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
+import { sendJson } from '../../http/response-headers.ts'
 import { bearer, createRouter, errorResponses } from '../../http/router.ts'
 import { ChangePage, ListChangesQuery } from './changes.schemas.ts'
 import { listChanges } from './changes.service.ts'
@@ -21,5 +22,5 @@ const listRoute = createRoute({
 
 export const changesRouter = createRouter().openapi(listRoute, async (c) => {
   const query = c.req.valid('query')
-  return c.json(await listChanges(ctxOf(c, query), query), 200)
+  return sendJson(c, await listChanges(ctxOf(c, query), query), 200)
 })

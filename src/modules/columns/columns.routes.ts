@@ -1,5 +1,6 @@
 import { createRoute } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
+import { sendJson } from '../../http/response-headers.ts'
 import { bearer, conflictResponse, createRouter, errorResponses, IdParam, PanelIdParam, TenantQuery } from '../../http/router.ts'
 import {
   Column,
@@ -76,20 +77,20 @@ const deleteRoute = createRoute({
 export const columnsRouter = createRouter()
   .openapi(listRoute, async (c) => {
     const columns = await listColumns(ctxOf(c, c.req.valid('query')), c.req.valid('param').panelId)
-    return c.json(columns, 200)
+    return sendJson(c, columns, 200)
   })
   .openapi(createBaseRoute, async (c) => {
     const input = c.req.valid('json')
-    return c.json(await createBaseColumn(ctxOf(c, input), c.req.valid('param').panelId, input), 201)
+    return sendJson(c, await createBaseColumn(ctxOf(c, input), c.req.valid('param').panelId, input), 201)
   })
   .openapi(createCalculatedRoute, async (c) => {
     const input = c.req.valid('json')
-    return c.json(await createCalculatedColumn(ctxOf(c, input), c.req.valid('param').panelId, input), 201)
+    return sendJson(c, await createCalculatedColumn(ctxOf(c, input), c.req.valid('param').panelId, input), 201)
   })
   .openapi(updateRoute, async (c) => {
     const [query, input] = [c.req.valid('query'), c.req.valid('json')]
     const column = await updateColumn(ctxOf(c, query, input), c.req.valid('param').id, input, { cascade: query.cascade })
-    return c.json(column, 200)
+    return sendJson(c, column, 200)
   })
   .openapi(deleteRoute, async (c) => {
     await deleteColumn(ctxOf(c, c.req.valid('query'), c.req.valid('json')), c.req.valid('param').id)

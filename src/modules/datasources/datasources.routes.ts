@@ -1,5 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
+import { sendJson } from '../../http/response-headers.ts'
 import { bearer, conflictResponse, createRouter, errorResponses, IdParam, PanelIdParam, TenantQuery } from '../../http/router.ts'
 import {
   CreateDataSourceBody,
@@ -159,15 +160,15 @@ const uploadRoute = createRoute({
 
 export const datasourcesRouter = createRouter()
   .openapi(listRoute, async (c) => {
-    return c.json(await listDataSources(ctxOf(c, c.req.valid('query')), c.req.valid('param').panelId), 200)
+    return sendJson(c, await listDataSources(ctxOf(c, c.req.valid('query')), c.req.valid('param').panelId), 200)
   })
   .openapi(createSourceRoute, async (c) => {
     const body = c.req.valid('json')
-    return c.json(await createDataSource(ctxOf(c, c.req.valid('query'), body), c.req.valid('param').panelId, body), 201)
+    return sendJson(c, await createDataSource(ctxOf(c, c.req.valid('query'), body), c.req.valid('param').panelId, body), 201)
   })
   .openapi(updateRoute, async (c) => {
     const body = c.req.valid('json')
-    return c.json(await updateDataSource(ctxOf(c, c.req.valid('query'), body), c.req.valid('param').id, body), 200)
+    return sendJson(c, await updateDataSource(ctxOf(c, c.req.valid('query'), body), c.req.valid('param').id, body), 200)
   })
   .openapi(deleteRoute, async (c) => {
     await deleteDataSource(ctxOf(c, c.req.valid('query'), c.req.valid('json')), c.req.valid('param').id)
@@ -178,17 +179,17 @@ export const datasourcesRouter = createRouter()
     const outcome = await syncDataSource(ctxOf(c, query, c.req.valid('json')), c.req.valid('param').id, {
       background: query.async,
     })
-    return outcome.background ? c.json(outcome.run, 202) : c.json(outcome.result, 200)
+    return outcome.background ? sendJson(c, outcome.run, 202) : sendJson(c, outcome.result, 200)
   })
   .openapi(cancelRoute, async (c) => {
-    return c.json(await cancelSync(ctxOf(c, c.req.valid('query'), c.req.valid('json')), c.req.valid('param').id), 200)
+    return sendJson(c, await cancelSync(ctxOf(c, c.req.valid('query'), c.req.valid('json')), c.req.valid('param').id), 200)
   })
   .openapi(uploadRoute, async (c) => {
     const query = c.req.valid('query')
     const outcome = await uploadDataSourceFile(ctxOf(c, query), c.req.valid('param').id, c.req.raw, { background: query.async })
-    return outcome.background ? c.json(outcome.run, 202) : c.json(outcome.result, 200)
+    return outcome.background ? sendJson(c, outcome.run, 202) : sendJson(c, outcome.result, 200)
   })
   .openapi(syncRunsRoute, async (c) => {
     const query = c.req.valid('query')
-    return c.json(await listSyncRuns(ctxOf(c, query), c.req.valid('param').id, query.limit), 200)
+    return sendJson(c, await listSyncRuns(ctxOf(c, query), c.req.valid('param').id, query.limit), 200)
   })

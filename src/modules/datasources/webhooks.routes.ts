@@ -1,5 +1,6 @@
 import { createRoute, z } from '@hono/zod-openapi'
 import { tooLarge } from '../../errors.ts'
+import { sendJson } from '../../http/response-headers.ts'
 import { createRouter, ErrorBody } from '../../http/router.ts'
 import { readBytesLimited } from '../../lib/streams.ts'
 import { MAX_WEBHOOK_BODY, receiveWebhook } from './datasources.webhooks.ts'
@@ -60,7 +61,7 @@ const receiveRoute = createRoute({
 export const webhooksRouter = createRouter().openapi(receiveRoute, async (c) => {
   const body = await readBody(c.req.raw, MAX_WEBHOOK_BODY)
   const receipt = await receiveWebhook(c.get('deps'), c.req.param('endpoint'), (name) => c.req.header(name), body)
-  return c.json(receipt, 200)
+  return sendJson(c, receipt, 200)
 })
 
 /** The raw body, refused with 413 past `max` bytes (by Content-Length, or while streaming). */

@@ -1,5 +1,6 @@
 import { createRoute } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
+import { sendJson } from '../../http/response-headers.ts'
 import { bearer, createRouter, errorResponses } from '../../http/router.ts'
 import {
   ContextQuery,
@@ -67,17 +68,17 @@ export const formulasRouter = createRouter()
   .openapi(functionsRoute, async (c) => {
     const query = c.req.valid('query')
     ctxOf(c, query)
-    return c.json(listFunctions(query.category), 200)
+    return sendJson(c, listFunctions(query.category), 200)
   })
   .openapi(validateRoute, async (c) => {
     const input = c.req.valid('json')
-    return c.json(await checkFormula(ctxOf(c, input), input), 200)
+    return sendJson(c, await checkFormula(ctxOf(c, input), input), 200)
   })
   .openapi(contextRoute, async (c) => {
     const query = c.req.valid('query')
-    return c.json(await formulaContext(ctxOf(c, query), query.panelId), 200)
+    return sendJson(c, await formulaContext(ctxOf(c, query), query.panelId), 200)
   })
   .openapi(previewRoute, async (c) => {
     const input = c.req.valid('json')
-    return c.json((await previewFormula(ctxOf(c, input), input)) as never, 200)
+    return sendJson(c, (await previewFormula(ctxOf(c, input), input)) as never, 200)
   })

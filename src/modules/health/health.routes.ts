@@ -1,4 +1,5 @@
 import { createRoute } from '@hono/zod-openapi'
+import { sendJson, setResponseHeader } from '../../http/response-headers.ts'
 import { createRouter } from '../../http/router.ts'
 import { HealthReport } from './health.schemas.ts'
 import { checkHealth } from './health.service.ts'
@@ -30,7 +31,7 @@ export const healthRouter = createRouter()
 for (const route of routes) {
   healthRouter.openapi(route, async (c) => {
     const { httpStatus, report } = await checkHealth(c.get('deps'))
-    c.header('Cache-Control', 'no-store')
-    return c.json(report, httpStatus)
+    setResponseHeader(c, 'Cache-Control', 'no-store')
+    return sendJson(c, report, httpStatus)
   })
 }

@@ -1,5 +1,6 @@
 import { createRoute } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
+import { sendJson } from '../../http/response-headers.ts'
 import { bearer, createRouter, errorResponses } from '../../http/router.ts'
 import { ListNotificationsQuery, MarkReadBody, MarkReadResult, NotificationPage } from './notifications.schemas.ts'
 import { listNotifications, markNotificationsRead } from './notifications.service.ts'
@@ -33,9 +34,9 @@ const markReadRoute = createRoute({
 export const notificationsRouter = createRouter()
   .openapi(listRoute, async (c) => {
     const query = c.req.valid('query')
-    return c.json(await listNotifications(ctxOf(c, query), query), 200)
+    return sendJson(c, await listNotifications(ctxOf(c, query), query), 200)
   })
   .openapi(markReadRoute, async (c) => {
     const body = c.req.valid('json')
-    return c.json(await markNotificationsRead(ctxOf(c, body), body), 200)
+    return sendJson(c, await markNotificationsRead(ctxOf(c, body), body), 200)
   })

@@ -1,6 +1,7 @@
 import { createRoute } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
 import { paginationHeaders } from '../../http/pagination.ts'
+import { sendJson } from '../../http/response-headers.ts'
 import { bearer, createRouter, errorResponses, IdParam, TenantQuery } from '../../http/router.ts'
 import { CreatePanelBody, DeletePanelBody, ListPanelsQuery, Panel, PanelList, UpdatePanelBody } from './panels.schemas.ts'
 import { createPanel, deletePanel, getPanel, listPanels, updatePanel } from './panels.service.ts'
@@ -65,19 +66,19 @@ export const panelsRouter = createRouter()
     const query = c.req.valid('query')
     const { items, page } = await listPanels(ctxOf(c, query), query)
     if (page) paginationHeaders(c, page)
-    return c.json(items, 200)
+    return sendJson(c, items, 200)
   })
   .openapi(getRoute, async (c) => {
     const panel = await getPanel(ctxOf(c, c.req.valid('query')), c.req.valid('param').id)
-    return c.json(panel, 200)
+    return sendJson(c, panel, 200)
   })
   .openapi(createPanelRoute, async (c) => {
     const body = c.req.valid('json')
-    return c.json(await createPanel(ctxOf(c, body), body), 201)
+    return sendJson(c, await createPanel(ctxOf(c, body), body), 201)
   })
   .openapi(updateRoute, async (c) => {
     const body = c.req.valid('json')
-    return c.json(await updatePanel(ctxOf(c, body), c.req.valid('param').id, body), 200)
+    return sendJson(c, await updatePanel(ctxOf(c, body), c.req.valid('param').id, body), 200)
   })
   .openapi(deleteRoute, async (c) => {
     await deletePanel(ctxOf(c, c.req.valid('json')), c.req.valid('param').id)

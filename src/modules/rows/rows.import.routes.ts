@@ -1,5 +1,6 @@
 import { createRoute } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
+import { sendJson } from '../../http/response-headers.ts'
 import { bearer, createRouter, errorResponses, PanelIdParam, TenantQuery } from '../../http/router.ts'
 import { readImportRequest } from './rows.import.request.ts'
 import { ImportConfigSchema, ImportJsonBody, ImportReport } from './rows.import.schemas.ts'
@@ -46,7 +47,7 @@ export const importRouter = createRouter().openapi(importRoute, async (c) => {
   const deps = c.get('deps')
   const input = await readImportRequest(c.req.raw, deps.config.importLimits.maxBytes)
   const ctx = ctxOf(c, c.req.valid('query'), input.caller)
-  return c.json(await importIntoPanel(ctx, c.req.valid('param').panelId, input), 200)
+  return sendJson(c, await importIntoPanel(ctx, c.req.valid('param').panelId, input), 200)
 })
 
 importRouter.openAPIRegistry.register('ImportConfig', ImportConfigSchema)

@@ -1,5 +1,6 @@
 import { createRoute } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
+import { sendJson } from '../../http/response-headers.ts'
 import { bearer, createRouter, errorResponses, PanelIdParam } from '../../http/router.ts'
 import { RowsQuery, RowsResponse } from './rows.schemas.ts'
 import { listPanelRows } from './rows.service.ts'
@@ -26,5 +27,5 @@ const panelRowsRoute = createRoute({
 
 export const rowsRouter = createRouter().openapi(panelRowsRoute, async (c) => {
   const query = c.req.valid('query')
-  return c.json(await listPanelRows(ctxOf(c, query), c.req.valid('param').panelId, query, c.req.url), 200)
+  return sendJson(c, await listPanelRows(ctxOf(c, query), c.req.valid('param').panelId, query, c.req.url), 200)
 })

@@ -1,5 +1,6 @@
 import { createRoute } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
+import { sendJson } from '../../http/response-headers.ts'
 import { bearer, createRouter, errorResponses, IdParam, TenantQuery } from '../../http/router.ts'
 import { rowsRouteDescription } from '../rows/rows.routes.ts'
 import { RowsQuery, RowsResponse } from '../rows/rows.schemas.ts'
@@ -154,16 +155,16 @@ const rowsRoute = createRoute({
 export const viewsRouter = createRouter()
   .openapi(listRoute, async (c) => {
     const query = c.req.valid('query')
-    return c.json(await listViews(ctxOf(c, query), query), 200)
+    return sendJson(c, await listViews(ctxOf(c, query), query), 200)
   })
-  .openapi(getRoute, async (c) => c.json(await getView(ctxOf(c, c.req.valid('query')), c.req.valid('param').id), 200))
+  .openapi(getRoute, async (c) => sendJson(c, await getView(ctxOf(c, c.req.valid('query')), c.req.valid('param').id), 200))
   .openapi(createViewRoute, async (c) => {
     const input = c.req.valid('json')
-    return c.json(await createView(ctxOf(c, input), input), 201)
+    return sendJson(c, await createView(ctxOf(c, input), input), 201)
   })
   .openapi(updateRoute, async (c) => {
     const input = c.req.valid('json')
-    return c.json(await updateView(ctxOf(c, input), c.req.valid('param').id, input), 200)
+    return sendJson(c, await updateView(ctxOf(c, input), c.req.valid('param').id, input), 200)
   })
   .openapi(deleteRoute, async (c) => {
     await deleteView(ctxOf(c, c.req.valid('json')), c.req.valid('param').id)
@@ -171,20 +172,24 @@ export const viewsRouter = createRouter()
   })
   .openapi(publishRoute, async (c) => {
     const input = c.req.valid('json') ?? {}
-    return c.json(await publishView(ctxOf(c, input), c.req.valid('param').id, input), 200)
+    return sendJson(c, await publishView(ctxOf(c, input), c.req.valid('param').id, input), 200)
   })
-  .openapi(unpublishRoute, async (c) => c.json(await unpublishView(ctxOf(c, c.req.valid('json')), c.req.valid('param').id), 200))
-  .openapi(getSortsRoute, async (c) => c.json(await getSorts(ctxOf(c, c.req.valid('query')), c.req.valid('param').id), 200))
+  .openapi(unpublishRoute, async (c) =>
+    sendJson(c, await unpublishView(ctxOf(c, c.req.valid('json')), c.req.valid('param').id), 200),
+  )
+  .openapi(getSortsRoute, async (c) => sendJson(c, await getSorts(ctxOf(c, c.req.valid('query')), c.req.valid('param').id), 200))
   .openapi(putSortsRoute, async (c) => {
     const input = c.req.valid('json')
-    return c.json(await putSorts(ctxOf(c, input), c.req.valid('param').id, input), 200)
+    return sendJson(c, await putSorts(ctxOf(c, input), c.req.valid('param').id, input), 200)
   })
-  .openapi(getFiltersRoute, async (c) => c.json(await getFilters(ctxOf(c, c.req.valid('query')), c.req.valid('param').id), 200))
+  .openapi(getFiltersRoute, async (c) =>
+    sendJson(c, await getFilters(ctxOf(c, c.req.valid('query')), c.req.valid('param').id), 200),
+  )
   .openapi(putFiltersRoute, async (c) => {
     const input = c.req.valid('json')
-    return c.json(await putFilters(ctxOf(c, input), c.req.valid('param').id, input), 200)
+    return sendJson(c, await putFilters(ctxOf(c, input), c.req.valid('param').id, input), 200)
   })
   .openapi(rowsRoute, async (c) => {
     const query = c.req.valid('query')
-    return c.json(await listViewRows(ctxOf(c, query), c.req.valid('param').id, query, c.req.url), 200)
+    return sendJson(c, await listViewRows(ctxOf(c, query), c.req.valid('param').id, query, c.req.url), 200)
   })
