@@ -35,9 +35,12 @@ export function createCache(storage: Storage, options: CacheOptions = {}) {
   const fullKey = (tenantId: string, key: string) =>
     `t:${encodeURIComponent(tenantId)}:${key.replace(/[?/\\%]/g, encodeURIComponent)}`
 
-  // unstorage's memory driver is reached directly: the same Map, normalised keys and JSON strings
-  // unstorage itself would store, minus its per-call layers (key checks, mount lookup, promise
-  // wrapping, destr). Other drivers (Redis, fs, KV) go through unstorage.
+  // unstorage's memory driver is reached directly: the same Map and normalised keys, minus its
+  // per-call layers (key checks, mount lookup, promise wrapping, destr). It holds each entry as
+  // the deep-frozen result of a JSON round trip, the value any other driver would give back, so
+  // a hit costs no parse, and a caller that tried to change a cached value would fail loudly
+  // (TypeError) instead of changing what the next reader gets. Other drivers (Redis, fs, KV) go
+  // through unstorage.
   const memory = memoryMapOf(storage)
 
   async function read(k: string): Promise<unknown> {
@@ -60,7 +63,7 @@ export function createCache(storage: Storage, options: CacheOptions = {}) {
   async function set<T>(tenantId: string, key: string, value: T, ttlSeconds = defaultTtl) {
     const entry: Entry<T> = { value, expiresAt: now() + ttlSeconds * 1000 }
     const k = fullKey(tenantId, key)
-    if (memory) memory.set(normalizeKey(k), JSON.stringify(entry))
+    if (memory) memory.set(normalizeKey(k), deepFreeze(JSON.parse(JSON.stringify(entry))))
     else await storage.setItem(k, entry as never, { ttl: Math.max(60, ttlSeconds) })
   }
 
@@ -117,4 +120,13 @@ const NEEDS_NORMALIZING = /[?/\\]|::|^:|:$/
 function normalizeKey(key: string) {
   if (!NEEDS_NORMALIZING.test(key)) return key
   return key.split('?')[0].replace(/[/\\]/g, ':').replace(/:+/g, ':').replace(/^:|:$/g, '')
+}
+
+/** Freezes a JSON value and everything in it. */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object') {
+    for (const v of Object.values(value)) deepFreeze(v)
+    Object.freeze(value)
+  }
+  return value
 }

@@ -64,7 +64,7 @@ export function requestIdOf(c: Context): string {
 export function requestMeta(c: AppContext): RequestMeta {
   const forwarded = c.req.header('x-forwarded-for')?.split(',')[0]?.trim()
   return {
-    requestId: c.var.requestId,
+    requestId: c.get('requestId'),
     ipAddress: c.req.header('cf-connecting-ip') || forwarded || c.req.header('x-real-ip') || c.env?.clientIp || undefined,
     userAgent: c.req.header('user-agent') || undefined,
     source: 'api',

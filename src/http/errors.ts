@@ -22,7 +22,7 @@ function render(c: Context<AppEnv>, err: AppError) {
     code: err.code,
     details: err.details ?? null,
     timestamp: new Date().toISOString(),
-    requestId: c.var.requestId,
+    requestId: c.get('requestId'),
   }
   return c.json(body, err.status as 400, err.headers)
 }
@@ -55,8 +55,8 @@ export const onError: ErrorHandler<AppEnv> = (err, c) => {
     appErr = new AppError('VALIDATION_ERROR', 'Request validation failed', issuesToDetails(err.issues))
   else appErr = new AppError('INTERNAL_ERROR', 'An unexpected error occurred')
   if (appErr.status >= 500) {
-    c.var.deps?.log.error('request failed', {
-      requestId: c.var.requestId,
+    c.get('deps')?.log.error('request failed', {
+      requestId: c.get('requestId'),
       method: c.req.method,
       path: c.req.path,
       error: err instanceof Error ? err.message : String(err),

@@ -28,6 +28,22 @@ function cacheContract(getStorage: () => Storage) {
     expect(await cache.get('tenant-a', 'panel:1')).toEqual({ id: 1, name: 'P', tags: ['x'], description: null })
   })
 
+  it('keeps what was stored: later changes to the stored object do not reach the cache, and a read value cannot be changed', async () => {
+    const panel = { id: 1, name: 'P', tags: ['x'], settings: { a: 1 } }
+    await cache.set('tenant-a', 'panel:1', panel)
+    panel.name = 'changed'
+    panel.tags.push('y')
+    const read = (await cache.get('tenant-a', 'panel:1')) as typeof panel
+    expect(read).toEqual({ id: 1, name: 'P', tags: ['x'], settings: { a: 1 } })
+    try {
+      read.settings.a = 2
+      read.tags.push('z')
+    } catch {
+      // A frozen value (memory driver) refuses the change; a parsed copy (other drivers) takes it.
+    }
+    expect(await cache.get('tenant-a', 'panel:1')).toEqual({ id: 1, name: 'P', tags: ['x'], settings: { a: 1 } })
+  })
+
   it('expires entries by its own clock, whatever the driver does with ttl', async () => {
     await cache.set('tenant-a', 'k', 'v', 10)
     clock.advance(9_000)
