@@ -1,6 +1,9 @@
 /**
- * `npm run build`: bundles the Node entry into one ESM file, `dist/runtime/node.js`, so the service
- * runs with plain `node` (no tsx, no TypeScript sources). Everything is bundled except the libSQL
+ * `npm run build`: bundles the Node entry into ESM, `dist/runtime/node.js`, so the service runs with
+ * plain `node` (no tsx, no TypeScript sources). What the code loads by dynamic `import()` on first
+ * use (the FHIRPath engine and its R4 model, the Redis and fs cache drivers) gets chunks of its own
+ * beside it, read only when used: inlined, fhirpath's code alone held ~20 MB in a process that never
+ * evaluates a FHIRPath (a million-row CSV sync, bench:sync). Everything is bundled except the libSQL
  * client, whose native binary cannot be: the build writes `dist/package.json` and a
  * `dist/package-lock.json` cut from the project's lockfile with exactly that package and its
  * dependencies, so `npm ci --omit=dev` in `dist/` installs the bundle's only runtime dependency
@@ -92,14 +95,16 @@ function writeDistManifests(outdir: string) {
   writeFileSync(`${outdir}/package-lock.json`, `${JSON.stringify(distLock, null, 2)}\n`)
 }
 
-/** Builds `dist/`; returns the bundle's size and the bare imports left in it. */
+/** Builds `dist/`; returns the entry's size, its chunks and the bare imports left in the bundle. */
 export async function buildNode(outdir = 'dist') {
   // Only what this build writes: dist/worker (npm run build:worker) stays.
   rmSync(`${outdir}/runtime`, { recursive: true, force: true })
   const outfile = `${outdir}/runtime/node.js`
   const result = await build({
     entryPoints: ['src/runtime/node.ts'],
-    outfile,
+    outdir: `${outdir}/runtime`,
+    // Chunks land beside node.js, so code resolving files from its own URL (migrations) stays right.
+    splitting: true,
     bundle: true,
     format: 'esm',
     platform: 'node',
@@ -108,7 +113,7 @@ export async function buildNode(outdir = 'dist') {
     legalComments: 'none',
     external: EXTERNAL_PACKAGES,
     plugins: [pdfkitSelfContained],
-    // Bundled CommonJS dependencies may call require() for Node built-ins; give the ESM bundle one.
+    // Bundled CommonJS dependencies may call require() for Node built-ins; give each ESM file one.
     banner: {
       js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
     },
@@ -117,18 +122,19 @@ export async function buildNode(outdir = 'dist') {
   })
   writeDistManifests(outdir)
   // metafile keys are relative to the working directory
-  const [, output] = Object.entries(result.metafile.outputs).find(([path]) => path.endsWith('runtime/node.js'))!
+  const outputs = Object.entries(result.metafile.outputs).filter(([path]) => path.endsWith('.js'))
+  const [, entry] = outputs.find(([path]) => path.endsWith('runtime/node.js'))!
   const builtin = (p: string) => p.startsWith('node:') || builtinModules.includes(p.split('/')[0])
-  const bare = [...new Set(output.imports.filter((i) => i.external && !builtin(i.path)).map((i) => i.path))]
-  return { outfile, bytes: output.bytes, externalImports: bare }
+  const imports = outputs.flatMap(([, output]) => output.imports)
+  const bare = [...new Set(imports.filter((i) => i.external && !builtin(i.path)).map((i) => i.path))]
+  return { outfile, bytes: entry.bytes, chunks: outputs.length - 1, externalImports: bare }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { outfile, bytes, externalImports } = await buildNode()
+  const { outfile, bytes, chunks, externalImports } = await buildNode()
   const unexpected = externalImports.filter((p) => !EXTERNAL_PACKAGES.includes(p))
   if (unexpected.length > 0) throw new Error(`the bundle imports packages it does not bundle: ${unexpected.join(', ')}`)
-  console.log(
-    `built ${outfile} (${(bytes / 1024).toFixed(0)} KiB); outside the bundle: ${externalImports.join(', ') || 'nothing'}`,
-  )
+  console.log(`built ${outfile} (${(bytes / 1024).toFixed(0)} KiB) and ${chunks} chunks it loads on first use`)
+  console.log(`outside the bundle: ${externalImports.join(', ') || 'nothing'}`)
   console.log('dist/package.json + dist/package-lock.json list them: `npm ci --omit=dev` in dist/ installs them')
 }

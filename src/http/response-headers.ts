@@ -39,7 +39,7 @@ export function setResponseHeader(c: Context, name: string, value: string) {
 }
 
 /** A JSON answer carrying the request's prepared headers, typed like `c.json` for the routes. */
-export function sendJson<T extends JSONValue | {} | InvalidJSONValue, U extends ContentfulStatusCode>(
+export function sendJson<T extends JSONValue | object | InvalidJSONValue, U extends ContentfulStatusCode>(
   c: Context,
   body: T,
   status: U,

@@ -113,6 +113,31 @@ export function smokeSuite(target: () => SmokeTarget) {
     expect(list.body.baseColumns.map((c: { name: string }) => c.name)).toEqual(['Birth Date'])
   })
 
+  it('loads the FHIRPath engine on first need: previews a where() and reports a syntax error', async () => {
+    const headers = await as(tenant)
+    const official = { resourceType: 'Patient', name: [{ use: 'nickname' }, { use: 'official', family: 'Lovelace' }] }
+    const preview = await call(url('/api/formulas/preview'), {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        formula: `FHIRPATH("Patient.name.where(use = 'official').family")`,
+        values: {},
+        record: official,
+        tenantId: tenant,
+        userId: 'alice',
+      }),
+    })
+    expect(preview.status).toBe(200)
+    expect(preview.body.value).toBe('Lovelace')
+    const invalid = await call(url(`/api/panels/${state.panelId}/columns/base`), {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ name: 'Broken', fhirPath: 'Patient.name.where(', type: 'text', tenantId: tenant, userId: 'alice' }),
+    })
+    expect(invalid.status).toBe(400)
+    expect(invalid.body.message).toMatch(/^Invalid FHIRPath at position \d+/)
+  })
+
   it('creates a view and publishes it', async () => {
     const headers = await as(tenant)
     const created = await call(url('/api/views'), {

@@ -1,4 +1,5 @@
-import { type CompiledFhirPath, compileFhirPath } from '../fhirpath/compile.ts'
+import { type CompiledFhirPath, compileFhirPath, FhirPathError } from '../fhirpath/compile.ts'
+import { FhirPathEngineNotLoaded } from '../fhirpath/engine.ts'
 import { CoercionError, toCell } from './coerce.ts'
 import { checkRules, compilePattern, type ValidationRules } from './validate.ts'
 
@@ -7,7 +8,8 @@ import { checkRules, compilePattern, type ValidationRules } from './validate.ts'
  * Base columns read the record by FHIRPath (compiled once per column) or by a dotted source field,
  * only for records of their data source when they name one; calculated columns run in dependency
  * order over the cells computed before them. A failure never aborts the row: the cell is blank and
- * the row carries `{ column, code, message }`.
+ * the row carries `{ column, code, message }`. The one exception is the FHIRPath engine used before
+ * it was loaded (engine.ts): a caller's bug, rethrown rather than reported as a cell error.
  */
 
 export interface CellError {
@@ -75,6 +77,7 @@ export function planColumns(ordered: ColumnDefinition[], compileFormula: Formula
         if (column.columnType === 'calculated') planned.formula = compileFormula(column)
         else planned.read = reader(column, cache)
       } catch (err) {
+        if (err instanceof FhirPathEngineNotLoaded) throw err
         const message = (err as Error)?.message ?? String(err)
         planned.formula = () => ({ value: null, error: { code: 'REF', message } })
       }
@@ -99,7 +102,7 @@ function reader(column: ColumnDefinition, cache: Map<string, CompiledFhirPath>):
       }
       return compiled.evaluate
     } catch (err) {
-      if (!sourceField) throw err
+      if (!sourceField || !(err instanceof FhirPathError)) throw err
     }
   }
   if (!sourceField) return undefined
@@ -154,6 +157,7 @@ function typed(read: () => unknown[], column: ColumnDefinition, errors: CellErro
   try {
     return toCell(read(), column.type)
   } catch (err) {
+    if (err instanceof FhirPathEngineNotLoaded) throw err
     const code = err instanceof CoercionError ? err.code : 'VALUE'
     errors.push({ column: column.name, code, message: (err as Error)?.message ?? String(err) })
     return null

@@ -1,9 +1,10 @@
-import fhirpath from 'fhirpath'
-import r4 from 'fhirpath/fhir-context/r4'
+import { FhirPathEngineNotLoaded, fhirPathEngine } from './engine.ts'
+import { isMemberPath, memberNavigator } from './member-path.ts'
 
 /**
- * FHIRPath for base columns and formulas (DATA-ENGINE: Rows): compiled once per expression with the
- * R4 model, plus the SQL-on-FHIR functions `getResourceKey()` and `getReferenceKey([type])`.
+ * FHIRPath for base columns (DATA-ENGINE: Rows): compiled once per expression with the R4 model,
+ * plus the SQL-on-FHIR functions `getResourceKey()` and `getReferenceKey([type])`. Anything but a
+ * member path needs the engine loaded first (engine.ts, loadFhirPathEngineFor).
  */
 
 /** A compiled expression: evaluates against one record, always answering a list. */
@@ -54,31 +55,34 @@ const userInvocationTable = {
 
 const PROBE = { resourceType: 'Patient', id: 'probe' }
 
+type Evaluate = (resource: unknown) => unknown[]
+
 /**
  * Compiles an expression; throws FhirPathError with the parser's message and position for a syntax
  * error, and for a function the engine does not know (found by evaluating once on an empty Patient).
  */
 export function compileFhirPath(expression: string): CompiledFhirPath {
-  let fn: (resource: unknown) => unknown[]
-  try {
-    fn = fhirpath.compile(expression, r4, { userInvocationTable } as never) as (resource: unknown) => unknown[]
-  } catch (err) {
-    throw toFhirPathError(expression, err)
+  // Member paths (`Patient.name.given`, optionally `.first()`) skip the FHIRPath engine: same
+  // result, ~10x cheaper per cell. Anything the navigator cannot answer exactly (a choice type
+  // such as `Observation.value`) goes to the engine.
+  const fast = memberNavigator(expression)
+  if (fast && isMemberPath(expression)) {
+    // Always valid, so the engine is compiled only for the first record the navigator leaves to it.
+    let fn: Evaluate | undefined
+    const engine = (resource: unknown) => {
+      fn ??= engineCompile(expression)
+      return fn(resource)
+    }
+    return { expression, evaluate: (resource) => fast(resource) ?? engine(resource) }
   }
+  const fn = engineCompile(expression)
   try {
     fn(PROBE)
   } catch (err) {
     const message = (err as Error)?.message ?? String(err)
     if (/not\s+implemented|is not a function|unknown function|Unsupported/i.test(message)) throw new FhirPathError(message)
   }
-  const fast = fastPath(expression)
-  return {
-    expression,
-    // Member paths (`Patient.name.given`, optionally `.first()`) skip the FHIRPath engine: same
-    // result, ~10x cheaper per cell. Anything the navigator cannot answer exactly (a choice type
-    // such as `Observation.value`) goes to the engine.
-    evaluate: fast ? (resource) => fast(resource) ?? fn(resource) : (resource) => fn(resource),
-  }
+  return { expression, evaluate: fast ? (resource) => fast(resource) ?? fn(resource) : (resource) => fn(resource) }
 }
 
 /** The problem with an expression, or undefined when it compiles. */
@@ -87,11 +91,22 @@ export function checkFhirPath(expression: string): FhirPathError | undefined {
     compileFhirPath(expression)
     return undefined
   } catch (err) {
+    if (err instanceof FhirPathEngineNotLoaded) throw err
     return err instanceof FhirPathError ? err : new FhirPathError(String(err))
   }
 }
 
 // --- Internal helpers ---
+
+/** The engine's compiled expression; throws FhirPathError for a syntax error. */
+function engineCompile(expression: string): Evaluate {
+  const { fhirpath, r4 } = fhirPathEngine()
+  try {
+    return fhirpath.compile(expression, r4, { userInvocationTable } as never) as Evaluate
+  } catch (err) {
+    throw toFhirPathError(expression, err)
+  }
+}
 
 function toFhirPathError(expression: string, err: unknown): FhirPathError {
   const raw = (err as Error)?.message ?? String(err)
@@ -102,59 +117,4 @@ function toFhirPathError(expression: string, err: unknown): FhirPathError {
   let position = column
   for (let i = 0; i < line - 1 && i < lines.length; i++) position += lines[i].length + 1
   return new FhirPathError(`Invalid FHIRPath at position ${position}: ${match[3].trim()}`, position)
-}
-
-const SIMPLE_PATH = /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(\.first\(\))?$/
-
-/**
- * A navigator for member paths, or undefined for any other expression. It answers undefined for a
- * record it cannot read exactly, and the caller then asks the engine. On a FHIR resource a leading
- * type name (`Patient.`) must match `resourceType` (else the result is empty, as in FHIRPath).
- */
-function fastPath(expression: string): ((resource: unknown) => unknown[] | undefined) | undefined {
-  if (!SIMPLE_PATH.test(expression)) return undefined
-  const first = expression.endsWith('.first()')
-  const segments = (first ? expression.slice(0, -'.first()'.length) : expression).split('.')
-  const typed = /^[A-Z]/.test(segments[0])
-  return (resource) => {
-    if (typeof resource !== 'object' || resource === null || Array.isArray(resource)) return undefined
-    const resourceType = (resource as { resourceType?: unknown }).resourceType
-    let path = segments
-    if (resourceType !== undefined && typed) {
-      if (segments[0] !== resourceType) return []
-      path = segments.slice(1)
-    }
-    const found = navigate(resource as Record<string, unknown>, path, resourceType !== undefined)
-    return found && first ? found.slice(0, 1) : found
-  }
-}
-
-/**
- * FHIRPath member navigation over JSON: lists flatten, missing members and nulls vanish. On FHIR
- * data a missing member that has a choice-type sibling (`value` → `valueQuantity`) cannot be read
- * without the model: undefined then.
- */
-function navigate(record: Record<string, unknown>, segments: string[], fhir: boolean): unknown[] | undefined {
-  let current: unknown[] = [record]
-  for (const segment of segments) {
-    const next: unknown[] = []
-    for (const item of current) {
-      if (typeof item !== 'object' || item === null) continue
-      if (!Object.hasOwn(item, segment)) {
-        if (
-          fhir &&
-          Object.keys(item).some((k) => k.length > segment.length && k.startsWith(segment) && /[A-Z]/.test(k[segment.length]))
-        ) {
-          return undefined
-        }
-        continue
-      }
-      const value = (item as Record<string, unknown>)[segment]
-      if (Array.isArray(value)) {
-        for (const v of value) if (v !== null && v !== undefined) next.push(v)
-      } else if (value !== null && value !== undefined) next.push(value)
-    }
-    current = next
-  }
-  return current
 }

@@ -24,6 +24,12 @@ export interface AnalyzeOptions {
   columns: readonly FormulaColumn[]
   /** The name of the column that holds the formula: referring back to it is circular. */
   selfName?: string
+  /**
+   * Parse FHIRPATH("…") arguments (default true): needs the FHIRPath engine loaded first
+   * (loadFhirPathEngineFor with formulaFhirPaths). A caller that wants only the return type (the
+   * kind of a column's cells) passes false and never needs the engine.
+   */
+  checkFhirPaths?: boolean
 }
 
 export interface FormulaAnalysis {
@@ -83,7 +89,8 @@ export function analyzeFormula(formula: string, options: AnalyzeOptions): Formul
   })
   let returnType: ValueType = 'any'
   if (ast) {
-    const checker = new TypeChecker(formula, (name) => (name === self ? 'any' : columnValueType(byName.get(name)?.type)))
+    const typeOf = (name: string) => (name === self ? 'any' : columnValueType(byName.get(name)?.type))
+    const checker = new TypeChecker(formula, typeOf, options.checkFhirPaths)
     returnType = checker.infer(ast)
     errors.push(...checker.errors)
   }

@@ -3,6 +3,7 @@
  * into closures, so materialising many rows never re-parses. Run-time failures never escape a
  * cell: they answer `{ value: null, error: { code, message } }`.
  */
+import { FhirPathEngineNotLoaded } from '../fhirpath/engine.ts'
 import type { Node, ValueType } from './ast.ts'
 import { lookupFunction } from './catalogue.ts'
 import { type AnalyzeOptions, analyzeFormula } from './check.ts'
@@ -79,6 +80,7 @@ export function compileFormula(source: string, context: Partial<AnalyzeOptions> 
         return { value: typeof value === 'number' ? finite(value) : value }
       } catch (error) {
         if (error instanceof FormulaError) return { value: null, error: { code: error.code, message: error.message } }
+        if (error instanceof FhirPathEngineNotLoaded) throw error
         return { value: null, error: { code: 'VALUE', message: (error as Error)?.message ?? String(error) } }
       } finally {
         env.cells = {}

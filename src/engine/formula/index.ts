@@ -28,4 +28,5 @@ export { type CellResult, type Clock, type CompiledFormula, compileFormula, type
 export { columnValueType } from './infer.ts'
 export { parse } from './parser.ts'
 export * from './references.ts'
+export { formulaFhirPaths } from './source.ts'
 export type { Value } from './values.ts'

@@ -49,6 +49,8 @@ export class TypeChecker {
   constructor(
     private readonly source: string,
     private readonly typeOfColumn: (name: string) => ValueType,
+    /** Whether FHIRPATH("…") arguments are parsed (by the FHIRPath engine, which must be loaded). */
+    private readonly checkFhirPaths = true,
   ) {}
 
   infer(node: Node): ValueType {
@@ -132,7 +134,7 @@ export class TypeChecker {
         )
       }
     })
-    if (def.name === 'FHIRPATH' && node.args[0]?.kind === 'text') {
+    if (this.checkFhirPaths && def.name === 'FHIRPATH' && node.args[0]?.kind === 'text') {
       const problem = fhirPathProblem(node.args[0].value)
       if (problem) this.errors.push({ type: 'syntax', message: `Invalid FHIRPath: ${problem}`, position: node.args[0].pos })
     }

@@ -1,17 +1,50 @@
 /**
- * Source paths and FHIRPATH(): FHIRPath expressions (the `fhirpath` package, R4 model) evaluated
- * against the row's source record. Compile once and keep the result; a compiled formula owns a
- * PathCache so materialising many rows compiles each distinct expression once.
+ * Source paths and FHIRPATH(): FHIRPath expressions (the shared engine of ../fhirpath, R4 model)
+ * evaluated against the row's source record. Compile once and keep the result; a compiled formula
+ * owns a PathCache so materialising many rows compiles each distinct expression once. Member paths
+ * read the record without the engine; for anything else the caller loads it first
+ * (loadFhirPathEngineFor with formulaFhirPaths).
  */
-import fhirpath from 'fhirpath'
-import r4 from 'fhirpath/fhir-context/r4'
+import { fhirPathEngine } from '../fhirpath/engine.ts'
+import { isMemberPath, memberNavigator } from '../fhirpath/member-path.ts'
+import { walk } from './ast.ts'
+import { lookupFunction } from './catalogue.ts'
 import { fail } from './errors.ts'
+import { parse } from './parser.ts'
 import { normalize, type Value } from './values.ts'
 
 export type CompiledPath = (record: object | undefined) => Value
 
+type EngineFn = (resource: unknown) => unknown
+
+/** The engine's compiled expression (throws the parser's error). */
+function engineCompile(expression: string): EngineFn {
+  const { fhirpath, r4 } = fhirPathEngine()
+  return fhirpath.compile(expression, r4) as EngineFn
+}
+
+/**
+ * The FHIRPath expressions a formula evaluates, for loadFhirPathEngineFor(): its source paths and
+ * FHIRPATH() arguments, `null` for an argument known only at run time (`FHIRPATH({Expr})`).
+ */
+export function formulaFhirPaths(formula: string): (string | null)[] {
+  const { ast } = parse(formula)
+  if (!ast) return []
+  const expressions: (string | null)[] = []
+  for (const node of walk(ast)) {
+    if (node.kind === 'path') expressions.push(node.path)
+    else if (node.kind === 'call' && lookupFunction(node.name)?.name === 'FHIRPATH') {
+      const [arg] = node.args
+      expressions.push(arg?.kind === 'text' ? arg.value : null)
+    }
+  }
+  return expressions
+}
+
 /** The parser's message when `expression` is not valid FHIRPath, else undefined. */
 export function fhirPathProblem(expression: string): string | undefined {
+  if (isMemberPath(expression)) return undefined
+  const { fhirpath, r4 } = fhirPathEngine()
   try {
     fhirpath.compile(expression, r4)
     return undefined
@@ -29,14 +62,24 @@ function collapse(results: unknown[]): Value {
 
 /** Compiles `expression`; invalid FHIRPath is #VALUE! with the parser's message. */
 export function compilePath(expression: string): CompiledPath {
-  let fn: (resource: unknown) => unknown
-  try {
-    fn = fhirpath.compile(expression, r4) as (resource: unknown) => unknown
-  } catch (error) {
-    return () => fail('VALUE', `invalid FHIRPath "${expression}": ${(error as Error).message}`)
+  // A member path is always valid: the navigator reads it, and the engine is compiled only for the
+  // first record the navigator leaves to it (a FHIR choice type such as `Observation.value`).
+  const navigate = isMemberPath(expression) ? memberNavigator(expression) : undefined
+  let fn: EngineFn | undefined
+  if (!navigate) {
+    // Outside the try: an engine not loaded is the caller's bug, not the expression's #VALUE!.
+    const { fhirpath, r4 } = fhirPathEngine()
+    try {
+      fn = fhirpath.compile(expression, r4) as EngineFn
+    } catch (error) {
+      return () => fail('VALUE', `invalid FHIRPath "${expression}": ${(error as Error).message}`)
+    }
   }
   return (record) => {
     if (record === undefined || record === null) return null
+    const found = navigate?.(record)
+    if (found) return collapse(found)
+    fn ??= engineCompile(expression)
     let out: unknown
     try {
       out = fn(record)

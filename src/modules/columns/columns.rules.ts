@@ -1,5 +1,12 @@
 import { checkFhirPath } from '../../engine/fhirpath/compile.ts'
-import { analyzeFormula, checkDependencies, extractReferences, renameReference } from '../../engine/formula/index.ts'
+import { loadFhirPathEngineFor } from '../../engine/fhirpath/engine.ts'
+import {
+  analyzeFormula,
+  checkDependencies,
+  extractReferences,
+  formulaFhirPaths,
+  renameReference,
+} from '../../engine/formula/index.ts'
 import type { FieldIssue } from '../../errors.ts'
 import { conflict, formulaError, invalid } from '../../errors.ts'
 import type { ColumnRow, UpdateColumnInput } from './columns.schemas.ts'
@@ -14,7 +21,8 @@ export const BASE_ONLY = ['sourceField', 'fhirPath', 'dataSourceId'] as const
 export const CALCULATED_ONLY = ['formula', 'dependencies'] as const
 
 /** 400 naming `fhirPath` with the parser's message and 0-based position (issue: invalid FHIRPath). */
-export function assertFhirPath(expression: string) {
+export async function assertFhirPath(expression: string) {
+  await loadFhirPathEngineFor([expression])
   const problem = checkFhirPath(expression)
   if (!problem) return
   throw invalid([{ path: 'fhirPath', message: problem.message }], problem.message)
@@ -55,7 +63,13 @@ export const renamedIn = (row: ColumnRow, from: string, to: string): Rewrite['pa
  * Runs the formula checks (one FORMULA_ERROR with every problem) and returns the dependencies to
  * store: the list sent, deduplicated, or the derived ones (columns, then source paths) when none was sent.
  */
-export function checkFormula(formula: string, dependencies: string[] | undefined, name: string, others: ColumnRow[]): string[] {
+export async function checkFormula(
+  formula: string,
+  dependencies: string[] | undefined,
+  name: string,
+  others: ColumnRow[],
+): Promise<string[]> {
+  await loadFhirPathEngineFor(formulaFhirPaths(formula))
   const analysis = analyzeFormula(formula, { columns: others, selfName: name })
   const errors = [...analysis.errors]
   if (dependencies !== undefined) {

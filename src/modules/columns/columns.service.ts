@@ -68,7 +68,7 @@ export async function listColumns(ctx: ServiceContext, panelId: number): Promise
 export async function createBaseColumn(ctx: ServiceContext, panelId: number, input: CreateBaseColumnInput): Promise<ColumnDto> {
   const panel = await requirePanel(ctx, panelId)
   assertUniqueName(await panelColumns(ctx, panelId), input.name, panelId)
-  if (input.fhirPath !== undefined) assertFhirPath(input.fhirPath)
+  if (input.fhirPath !== undefined) await assertFhirPath(input.fhirPath)
   if (input.dataSourceId !== undefined) await requireDataSource(ctx, panelId, input.dataSourceId)
   const fhirPath = input.fhirPath ?? input.sourceField ?? null
   const { name, type, properties, metadata } = input
@@ -99,7 +99,7 @@ export async function createCalculatedColumn(
   const panel = await requirePanel(ctx, panelId)
   const existing = await panelColumns(ctx, panelId)
   assertUniqueName(existing, input.name, panelId)
-  const dependencies = checkFormula(input.formula, input.dependencies, input.name, existing)
+  const dependencies = await checkFormula(input.formula, input.dependencies, input.name, existing)
   const { name, type, formula, properties, metadata } = input
   return insertColumn(ctx, panel, {
     ...NOT_BASE,
@@ -153,16 +153,16 @@ export async function updateColumn(
     if (input.formula !== undefined) patch.formula = input.formula
     const formula = patch.formula ?? before.formula ?? ''
     if (input.formula !== undefined || input.dependencies !== undefined) {
-      patch.dependencies = checkFormula(formula, input.dependencies, name, others)
+      patch.dependencies = await checkFormula(formula, input.dependencies, name, others)
     } else if (renamed) {
-      checkFormula(formula, undefined, name, others)
+      await checkFormula(formula, undefined, name, others)
     }
   } else {
     if (input.dataSourceId !== undefined) {
       if (input.dataSourceId !== null) await requireDataSource(ctx, before.panelId, input.dataSourceId)
       patch.dataSourceId = input.dataSourceId
     }
-    if (input.fhirPath !== undefined && input.fhirPath !== null) assertFhirPath(input.fhirPath)
+    if (input.fhirPath !== undefined && input.fhirPath !== null) await assertFhirPath(input.fhirPath)
     applySourcePaths(before, input, patch)
   }
 

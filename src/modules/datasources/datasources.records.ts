@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
 import { evaluatePath } from '../../connectors/shared/json-path.ts'
 import type { SourceRecord } from '../../connectors/types.ts'
-import { type PanelPlan, rowOf } from '../rows/rows.materialise.ts'
+import { type PanelPlan, prepareRows, rowOf } from '../rows/rows.materialise.ts'
 import type { DataSourceRow } from './datasources.schemas.ts'
 
 /**
@@ -167,13 +167,17 @@ export function insertRowStatements(
  * the columns version they were computed with): a full sync writes its new generation, an
  * incremental sync the current one.
  */
-export function upsertStatements(
+export async function upsertStatements(
   source: DataSourceRow,
   generation: number,
   records: KeyedRecord[],
   now: string,
   rows: RowWriter,
-): SQL[] {
+): Promise<SQL[]> {
+  await prepareRows(
+    rows.plan,
+    records.map((r) => r.data),
+  )
   const payload = records.map((r): RowPayload => {
     const row = rowOf(rows.plan, source.id, r.data, rows.now)
     const errors = row.errors.length > 0 ? JSON.stringify(row.errors) : 'null'

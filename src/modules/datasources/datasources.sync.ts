@@ -239,7 +239,7 @@ async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
       pendingCursor = undefined
       const statements = incremental
         ? await incrementalStatements(ctx, source, batch, keyField, counts, rows)
-        : upsertStatements(
+        : await upsertStatements(
             source,
             run.generation,
             await keyRecords(batch, keyField, seen, ctx.sha256Hex),
@@ -289,7 +289,7 @@ async function incrementalStatements(
   counts.rowsWritten += upserts.length
   counts.rowsDeleted += deleted.length
   return [
-    ...upsertStatements(source, source.currentGeneration, upserts, isoNow(ctx.clock), rows),
+    ...(await upsertStatements(source, source.currentGeneration, upserts, isoNow(ctx.clock), rows)),
     ...deleteStatements(
       source,
       source.currentGeneration,

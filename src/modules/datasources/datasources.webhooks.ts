@@ -186,7 +186,7 @@ async function applyData(ctx: ServiceContext, sourceId: number, events: WebhookE
   const now = isoNow(ctx.clock)
   const rows = { plan: await loadPanelPlan(ctx.db, source.tenantId, source.panelId), now: ctx.clock.now() }
   const statements = [
-    ...upsertStatements(source, generation, upserts, now, rows),
+    ...(await upsertStatements(source, generation, upserts, now, rows)),
     ...deleteStatements(source, generation, deletes),
     ...eventIdStatements(ctx, source, events),
   ]

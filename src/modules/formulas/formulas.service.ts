@@ -1,11 +1,13 @@
 import { and, asc, eq, sql } from 'drizzle-orm'
 import { columns } from '../../db/schema.ts'
+import { loadFhirPathEngineFor } from '../../engine/fhirpath/engine.ts'
 import {
   type Category,
   compileFormula,
   type ExpressionContext,
   expressionContext,
   type FormulaFunction,
+  formulaFhirPaths,
   functionCatalogue,
   type ValidateResult,
   validateFormula,
@@ -27,6 +29,7 @@ const panelColumns = (ctx: ServiceContext, panelId: number) =>
 /** Checks a formula against a panel's columns; stores nothing (FORMULAS.md "Endpoints"). */
 export async function checkFormula(ctx: ServiceContext, input: ValidateInput): Promise<ValidateResult> {
   await requirePanel(ctx, input.panelId)
+  await loadFhirPathEngineFor(formulaFhirPaths(input.formula))
   const result = validateFormula({
     formula: input.formula,
     columns: await panelColumns(ctx, input.panelId),
@@ -55,7 +58,9 @@ const PREVIEW_ROWS = (ctx: ServiceContext, panelId: number, limit: number) => sq
  */
 export async function previewFormula(ctx: ServiceContext, input: PreviewInput) {
   const now = { now: () => ctx.clock.now() }
+  const fhirPaths = formulaFhirPaths(input.formula)
   if (input.panelId === undefined) {
+    await loadFhirPathEngineFor(fhirPaths, input.record === undefined ? [] : [input.record])
     const names = Object.keys(input.values ?? {}).map((name) => ({ name }))
     const compiled = compileFormula(input.formula, { columns: names })
     if (compiled.errors.length > 0) return { returnType: compiled.returnType, errors: compiled.errors }
@@ -64,13 +69,16 @@ export async function previewFormula(ctx: ServiceContext, input: PreviewInput) {
   }
   await requirePanel(ctx, input.panelId)
   const cols = await panelColumns(ctx, input.panelId)
+  await loadFhirPathEngineFor(fhirPaths)
   const compiled = compileFormula(input.formula, { columns: cols })
   if (compiled.errors.length > 0) return { returnType: compiled.returnType, errors: compiled.errors }
   const rows = await ctx.db.all<{ id: number; data: string; cells: string | null }>(PREVIEW_ROWS(ctx, input.panelId, input.limit))
-  const values = rows.map((r) => {
+  const records = rows.map((r) => JSON.parse(r.data) as object)
+  await loadFhirPathEngineFor(fhirPaths, records)
+  const values = rows.map((r, i) => {
     const stored = r.cells ? (JSON.parse(r.cells) as Record<string, unknown>) : {}
     const cells = Object.fromEntries(cols.map((c) => [c.name, stored[String(c.id)] ?? null]))
-    const { value, error } = compiled.evaluate({ cells, record: JSON.parse(r.data) }, now)
+    const { value, error } = compiled.evaluate({ cells, record: records[i] }, now)
     return { _id: r.id, value, ...(error ? { error } : {}) }
   })
   return { returnType: compiled.returnType, values }

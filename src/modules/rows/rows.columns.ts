@@ -39,6 +39,7 @@ const FROM_FORMULA: Record<string, CellKind> = { number: 'number', boolean: 'boo
 export function columnKind(column: ColumnRow, all: readonly ColumnRow[]): CellKind {
   const declared = kindOf(column.type)
   if (column.columnType !== 'calculated' || declared !== 'text' || !column.formula) return declared
-  const { returnType } = analyzeFormula(column.formula, { columns: all, selfName: column.name })
+  // The return type alone: no FHIRPath check, so reading rows never loads the FHIRPath engine.
+  const { returnType } = analyzeFormula(column.formula, { columns: all, selfName: column.name, checkFhirPaths: false })
   return FROM_FORMULA[returnType] ?? 'text'
 }

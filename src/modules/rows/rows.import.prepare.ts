@@ -1,5 +1,6 @@
 import { evaluatePath } from '../../connectors/shared/json-path.ts'
-import { type CompiledFormula, compileFormula } from '../../engine/formula/index.ts'
+import { loadFhirPathEngineFor } from '../../engine/fhirpath/engine.ts'
+import { type CompiledFormula, compileFormula, formulaFhirPaths } from '../../engine/formula/index.ts'
 import { type FieldIssue, invalid } from '../../errors.ts'
 import { DEFAULT_IMPORT_BATCH, type ImportConfig } from './rows.import.schemas.ts'
 
@@ -23,6 +24,8 @@ export interface PreparedImport {
   missing: string[]
   updateExisting: boolean
   batchSize: number
+  /** The FHIRPath expressions the transformations evaluate (mapRows loads the engine by them). */
+  fhirPaths: (string | null)[]
 }
 
 interface PanelColumn {
@@ -36,7 +39,9 @@ interface PanelColumn {
  * the target of one mapping only; transformations compile; `requiredFields`/`uniqueFields` name a
  * mapped target column or source field; `updateExisting` needs `uniqueFields`.
  */
-export function prepareImport(config: ImportConfig, columns: PanelColumn[], panelId: number): PreparedImport {
+export async function prepareImport(config: ImportConfig, columns: PanelColumn[], panelId: number): Promise<PreparedImport> {
+  const fhirPaths = config.mapping.flatMap((m) => (m.transformation === undefined ? [] : formulaFhirPaths(m.transformation)))
+  await loadFhirPathEngineFor(fhirPaths)
   const issues: FieldIssue[] = []
   const byName = new Map(columns.map((c) => [c.name, c]))
   const targets = new Set<string>()
@@ -82,7 +87,8 @@ export function prepareImport(config: ImportConfig, columns: PanelColumn[], pane
     issues.push({ path: 'config.options.updateExisting', message: 'needs validation.uniqueFields to find the rows to update' })
   }
   if (issues.length > 0) throw invalid(issues, 'Invalid import config')
-  return { mappings, required, unique, missing, updateExisting, batchSize: config.options.batchSize ?? DEFAULT_IMPORT_BATCH }
+  const batchSize = config.options.batchSize ?? DEFAULT_IMPORT_BATCH
+  return { mappings, required, unique, missing, updateExisting, batchSize, fhirPaths }
 }
 
 /** A source field's value in a row: the property of that name, else a dotted path into it. */

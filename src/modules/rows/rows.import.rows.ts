@@ -1,3 +1,4 @@
+import { loadFhirPathEngineFor } from '../../engine/fhirpath/engine.ts'
 import type { PreparedImport } from './rows.import.prepare.ts'
 import { sourceValue } from './rows.import.prepare.ts'
 import type { ImportRowErrorDto } from './rows.import.schemas.ts'
@@ -26,7 +27,13 @@ const keyText = (v: unknown) => (typeof v === 'string' ? v.trim() : typeof v ===
  * `requiredFields` and derives the unique key. A row with a problem is reported in `errors` (one
  * entry per field) and left out.
  */
-export function mapRows(prepared: PreparedImport, rows: Row[], now: Date, errors: ImportRowErrorDto[]): MappedRow[] {
+export async function mapRows(
+  prepared: PreparedImport,
+  rows: Row[],
+  now: Date,
+  errors: ImportRowErrorDto[],
+): Promise<MappedRow[]> {
+  await loadFhirPathEngineFor(prepared.fhirPaths, rows)
   const clock = { now: () => now }
   const out: MappedRow[] = []
   rows.forEach((row, i) => {

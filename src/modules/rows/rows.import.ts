@@ -22,7 +22,7 @@ import {
   type StoredRow,
   updateStatements,
 } from './rows.import.write.ts'
-import { loadPanelPlan, type PanelPlan, rowOf } from './rows.materialise.ts'
+import { loadPanelPlan, type PanelPlan, prepareRows, rowOf } from './rows.materialise.ts'
 
 /**
  * `POST /api/panels/{panelId}/import` (DATA-ENGINE: import; docs/import-export.md). The whole file
@@ -42,13 +42,13 @@ export async function importIntoPanel(ctx: ServiceContext, panelId: number, inpu
     throw tooLarge(`The data is ${input.size} bytes, more than validation.maxFileSize (${own} bytes)`)
   }
   if (input.size > maxBytes) throw tooLarge(`Imports are limited to ${maxBytes} bytes (IMPORT_MAX_BYTES)`)
-  const prepared = prepareImport(input.config, await columnsOf(ctx, panelId), panelId)
+  const prepared = await prepareImport(input.config, await columnsOf(ctx, panelId), panelId)
   const rows = await readImportRows(input, maxRows)
   checkSourceFields(prepared, rows)
 
   const now = ctx.clock.now()
   const errors: ImportRowErrorDto[] = []
-  const mapped = mapRows(prepared, rows, now, errors)
+  const mapped = await mapRows(prepared, rows, now, errors)
   const report = { rowsRead: rows.length, rowsImported: 0, rowsUpdated: 0, rowsRejected: 0, errors }
   if (mapped.length === 0) return finish(report, 0, [])
 
@@ -142,6 +142,8 @@ async function decide(
         mapped.map((r) => r.key!),
       )
     : new Map()
+  // A stored row's data merges into the mapped data: the cells may read either.
+  await prepareRows(plan, [...mapped.map((r) => r.data), ...[...existing.values()].map((s) => s.data)])
   const firstRow = new Map<string, number>()
   const accepted: (MappedRow & { id?: number; stored: StoredRow })[] = []
   for (const row of mapped) {

@@ -10,7 +10,8 @@ import {
   materialise,
   planColumns,
 } from '../../engine/cells/materialise.ts'
-import { compileFormula, evaluationOrder } from '../../engine/formula/index.ts'
+import { loadFhirPathEngineFor } from '../../engine/fhirpath/engine.ts'
+import { compileFormula, evaluationOrder, formulaFhirPaths } from '../../engine/formula/index.ts'
 import type { ServiceContext } from '../../http/context.ts'
 
 type ColumnRow = typeof columns.$inferSelect
@@ -20,7 +21,8 @@ type ColumnRow = typeof columns.$inferSelect
  * columns change, so reading a view never evaluates FHIRPath or formulas. Every column change bumps
  * the panel's `columns_version`; a recompute reads every row of the panel in batches by id, writes
  * back only the rows whose cells changed, and then marks the panel `materialised_version` = that
- * version. A panel whose two versions differ is stale and is recomputed again.
+ * version. A panel whose two versions differ is stale and is recomputed again. The FHIRPath engine
+ * is loaded only when a plan or a batch needs it (loadPanelPlan, prepareRows; engine.ts).
  */
 
 /** Rows per recompute batch: read, computed and written back together. */
@@ -34,6 +36,8 @@ export interface PanelPlan {
   plan: MaterialisePlan
   /** The panel's `import` data sources: their records hold values by column name. */
   importSources: Set<number>
+  /** The FHIRPath expressions the plan evaluates (base columns' and formulas'), for prepareRows. */
+  fhirPaths: (string | null)[]
 }
 
 /** The panel's columns compiled for materialisation: base columns, then calculated ones in dependency order. */
@@ -53,15 +57,27 @@ export async function loadPanelPlan(db: Deps['db'], tenantId: string, panelId: n
       .from(dataSources)
       .where(and(eq(dataSources.tenantId, tenantId), eq(dataSources.panelId, panelId), eq(dataSources.type, 'import'))),
   ])
+  const fhirPaths = rows.flatMap((c) =>
+    c.columnType === 'calculated' ? formulaFhirPaths(c.formula ?? '') : c.fhirPath ? [c.fhirPath] : [],
+  )
+  await loadFhirPathEngineFor(fhirPaths)
   return {
     panelId,
     version: panel?.version ?? 0,
     plan: planColumns(orderColumns(rows), formulaCompiler(rows)),
     importSources: new Set(imports.map((i) => i.id)),
+    fhirPaths,
   }
 }
 
-/** One record's row under a plan. */
+/**
+ * Awaited before rowOf over a batch of records' data: loads the FHIRPath engine when the plan may
+ * need it for them (a member path falls back to it on a FHIR resource), so rowOf stays synchronous.
+ */
+export const prepareRows = (plan: PanelPlan, data: Iterable<unknown>): Promise<void> =>
+  loadFhirPathEngineFor(plan.fhirPaths, data)
+
+/** One record's row under a plan (after prepareRows for its batch). */
 export const rowOf = (plan: PanelPlan, dataSourceId: number, data: unknown, now: Date): MaterialisedRow =>
   materialise(plan.plan, { dataSourceId, data, importedByName: plan.importSources.has(dataSourceId) }, now)
 
@@ -93,10 +109,12 @@ export async function recomputePanel(db: Deps['db'], tenantId: string, panelId: 
         ORDER BY id LIMIT ${RECOMPUTE_BATCH}`)
       if (batch.length === 0) break
       after = batch[batch.length - 1].id
+      const data = batch.map((r) => JSON.parse(r.data) as unknown)
+      await prepareRows(plan, data)
       const at = now()
       const changed: unknown[] = []
-      for (const r of batch) {
-        const row = rowOf(plan, r.data_source_id, JSON.parse(r.data), at)
+      for (const [i, r] of batch.entries()) {
+        const row = rowOf(plan, r.data_source_id, data[i], at)
         const cells = JSON.stringify(row.cells)
         const errors = row.errors.length > 0 ? JSON.stringify(row.errors) : null
         if (cells !== r.cells || errors !== r.errors) changed.push([r.id, row.cells, row.errors.length > 0 ? row.errors : null])

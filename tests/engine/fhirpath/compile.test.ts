@@ -1,7 +1,12 @@
 import fhirpath from 'fhirpath'
 import r4 from 'fhirpath/fhir-context/r4'
-import { describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { checkFhirPath, compileFhirPath } from '../../../src/engine/fhirpath/compile.ts'
+import { loadFhirPathEngine } from '../../../src/engine/fhirpath/engine.ts'
+import { isMemberPath } from '../../../src/engine/fhirpath/member-path.ts'
+
+// Expressions other than member paths need the engine, which the service loads on first need.
+beforeAll(() => loadFhirPathEngine())
 
 const patient = {
   resourceType: 'Patient',
@@ -64,6 +69,21 @@ describe('compileFhirPath', () => {
       }
     })
   }
+
+  it('takes a path as a member path (compiled without the engine) only where the engine parses it as one', () => {
+    // Every word token of the FHIRPath grammar, and ordinary member names.
+    const words = [
+      ...['div', 'mod', 'is', 'as', 'in', 'contains', 'and', 'or', 'xor', 'implies', 'true', 'false', 'sort', 'asc', 'desc'],
+      ...['year', 'month', 'week', 'day', 'hour', 'minute', 'second', 'millisecond'].flatMap((u) => [u, `${u}s`]),
+      ...['family', 'Year', '_id', 'value1', 'first', 'where'],
+    ]
+    const members = words.flatMap((w) => [w, `${w}.x`, `x.${w}`, `x.${w}.first()`]).filter(isMemberPath)
+    expect(members).toContain('x.family.first()')
+    expect(members).not.toContain('x.year')
+    for (const expression of members) expect(() => fhirpath.compile(expression, r4), expression).not.toThrow()
+    expect(isMemberPath('true')).toBe(false)
+    expect(isMemberPath("name.where(use = 'official')")).toBe(false)
+  })
 
   it('evaluates functions, where() and the SQL-on-FHIR key functions', () => {
     expect(compileFhirPath("Patient.name.where(use = 'official').given.first()").evaluate(patient)).toEqual(['Ada'])

@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { loadFhirPathEngine } from '../../../src/engine/fhirpath/engine.ts'
 import {
   CATEGORIES,
   compileFormula,
@@ -6,6 +7,9 @@ import {
   functionCatalogue,
   validateFormula,
 } from '../../../src/engine/formula/index.ts'
+
+// Expressions other than member paths need the engine, which the service loads on first need.
+beforeAll(() => loadFhirPathEngine())
 
 const clock = { now: () => new Date('2024-03-15T10:30:00Z') }
 

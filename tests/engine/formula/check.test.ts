@@ -1,5 +1,9 @@
-import { describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
+import { loadFhirPathEngine } from '../../../src/engine/fhirpath/engine.ts'
 import { dependencyDifference, evaluationOrder, validateFormula } from '../../../src/engine/formula/index.ts'
+
+// Expressions other than member paths need the engine, which the service loads on first need.
+beforeAll(() => loadFhirPathEngine())
 
 const columns = [
   { name: 'Age', type: 'number' },

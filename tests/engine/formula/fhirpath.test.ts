@@ -1,7 +1,11 @@
 import fhirpath from 'fhirpath'
-import { afterEach, describe, expect, it, vi } from 'vitest'
+import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
+import { loadFhirPathEngine } from '../../../src/engine/fhirpath/engine.ts'
 import { compileFormula, validateFormula } from '../../../src/engine/formula/index.ts'
 import { clock, run, value } from './helpers.ts'
+
+// Expressions other than member paths need the engine, which the service loads on first need.
+beforeAll(() => loadFhirPathEngine())
 
 const patient = {
   resourceType: 'Patient',
@@ -107,12 +111,24 @@ describe('FHIRPATH()', () => {
 
   it('compiles each distinct expression once per compiled formula, however many rows', () => {
     const compile = vi.spyOn(fhirpath, 'compile')
-    const f = compileFormula('FHIRPATH("Patient.gender") & Patient.birthDate & FHIRPATH({Expr})')
+    const f = compileFormula('FHIRPATH("Patient.gender.upper()") & Patient.birthDate & FHIRPATH({Expr})')
     const before = compile.mock.calls.length
     for (let i = 0; i < 500; i++) {
-      f.evaluate({ cells: { Expr: i % 2 ? 'Patient.id' : 'Patient.active' }, record: { ...patient, id: `p${i}` } }, clock)
+      const Expr = i % 2 ? 'Patient.id.lower()' : 'Patient.active.not()'
+      f.evaluate({ cells: { Expr }, record: { ...patient, id: `p${i}` } }, clock)
     }
-    expect(f.evaluate({ cells: { Expr: 'Patient.id' }, record: patient }, clock).value).toBe('male1974-12-25pat-1')
+    expect(f.evaluate({ cells: { Expr: 'Patient.id.lower()' }, record: patient }, clock).value).toBe('MALE1974-12-25pat-1')
     expect(compile.mock.calls.length - before).toBe(3)
+  })
+
+  it('reads member paths without the engine, compiling one only for a record the navigator leaves to it', () => {
+    const compile = vi.spyOn(fhirpath, 'compile')
+    const f = compileFormula('Patient.gender & Observation.value.value')
+    expect(f.evaluate({ cells: {}, record: patient }, clock).value).toBe('male')
+    expect(compile).not.toHaveBeenCalled()
+    // Observation.value is the choice type valueQuantity: only the engine's model knows.
+    expect(f.evaluate({ cells: {}, record: observation }, clock).value).toBe('72.5')
+    expect(f.evaluate({ cells: {}, record: observation }, clock).value).toBe('72.5')
+    expect(compile).toHaveBeenCalledTimes(1)
   })
 })
