@@ -145,7 +145,8 @@ describe('node src/runtime/node.ts: development start-up', () => {
     const child = startEntry(devEnv(port))
     const token = await startedToken(child)
     expect(child.stdout()).toContain(`http://localhost:${port}/docs`)
-    expect(child.stdout()).toContain('"msg":"listening"')
+    // Log lines are written in batches (at most 100 ms later); the banner is plain stdout.
+    await waitFor(5_000, 'the listening log line', () => (child.stdout().includes('"msg":"listening"') ? true : undefined))
 
     const base = `http://127.0.0.1:${port}`
     const auth = { authorization: `Bearer ${token}` }
