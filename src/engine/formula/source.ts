@@ -17,10 +17,13 @@ export type CompiledPath = (record: object | undefined) => Value
 
 type EngineFn = (resource: unknown) => unknown
 
-/** The engine's compiled expression (throws the parser's error). */
-function engineCompile(expression: string): EngineFn {
+/**
+ * The engine's compiler (its calls throw the parser's error). Taken before any expression is read,
+ * so an engine not loaded throws here, as the caller's bug, never as the expression's problem.
+ */
+function engineCompiler(): (expression: string) => EngineFn {
   const { fhirpath, r4 } = fhirPathEngine()
-  return fhirpath.compile(expression, r4) as EngineFn
+  return (expression) => fhirpath.compile(expression, r4) as EngineFn
 }
 
 /**
@@ -44,9 +47,9 @@ export function formulaFhirPaths(formula: string): (string | null)[] {
 /** The parser's message when `expression` is not valid FHIRPath, else undefined. */
 export function fhirPathProblem(expression: string): string | undefined {
   if (isMemberPath(expression)) return undefined
-  const { fhirpath, r4 } = fhirPathEngine()
+  const compile = engineCompiler()
   try {
-    fhirpath.compile(expression, r4)
+    compile(expression)
     return undefined
   } catch (error) {
     return (error as Error).message
@@ -67,10 +70,9 @@ export function compilePath(expression: string): CompiledPath {
   const navigate = isMemberPath(expression) ? memberNavigator(expression) : undefined
   let fn: EngineFn | undefined
   if (!navigate) {
-    // Outside the try: an engine not loaded is the caller's bug, not the expression's #VALUE!.
-    const { fhirpath, r4 } = fhirPathEngine()
+    const compile = engineCompiler()
     try {
-      fn = fhirpath.compile(expression, r4) as EngineFn
+      fn = compile(expression)
     } catch (error) {
       return () => fail('VALUE', `invalid FHIRPath "${expression}": ${(error as Error).message}`)
     }
@@ -79,7 +81,7 @@ export function compilePath(expression: string): CompiledPath {
     if (record === undefined || record === null) return null
     const found = navigate?.(record)
     if (found) return collapse(found)
-    fn ??= engineCompile(expression)
+    fn ??= engineCompiler()(expression)
     let out: unknown
     try {
       out = fn(record)
