@@ -1,25 +1,26 @@
 import { eq } from 'drizzle-orm'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { changes, dataSources } from '../../../src/db/schema.ts'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
-import { createPanel, createSource, currentRecords, PATIENTS, runsOf, startApiFixture, waitFor } from './fixtures.ts'
+import {
+  type ApiFixture,
+  apiSourceSuite,
+  createPanel,
+  createSource,
+  currentRecords,
+  PATIENTS,
+  runsOf,
+  waitFor,
+} from './fixtures.ts'
 
-let api: Awaited<ReturnType<typeof startApiFixture>>
+let api: ApiFixture
 let t: TestApp
 let alice: TestClient
 let panelId: number
 
-beforeAll(async () => {
-  api = await startApiFixture()
-})
-afterAll(() => api.server.close())
-
-beforeEach(async () => {
-  api.state.patients = [...PATIENTS]
-  t = await makeTestApp()
-  alice = clientFor(t.app, 'tenant-a', 'alice')
-  panelId = (await createPanel(alice)).id
+apiSourceSuite((suite) => {
+  ;({ api, t, alice, panelId } = suite)
 })
 
 const apiConfig = (path = '/patients', extra: Record<string, unknown> = {}) => ({

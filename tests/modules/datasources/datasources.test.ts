@@ -1,25 +1,17 @@
 import { and, eq } from 'drizzle-orm'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { changes, columns, views } from '../../../src/db/schema.ts'
-import { makeTestApp, type TestApp } from '../../helpers/app.ts'
-import { clientFor, type TestClient } from '../../helpers/http.ts'
-import { allRecords, createPanel, createSource, currentRecords, PATIENTS, runsOf, startApiFixture } from './fixtures.ts'
+import type { TestApp } from '../../helpers/app.ts'
+import type { TestClient } from '../../helpers/http.ts'
+import { type ApiFixture, allRecords, apiSourceSuite, createSource, currentRecords, PATIENTS, runsOf } from './fixtures.ts'
 
-let api: Awaited<ReturnType<typeof startApiFixture>>
+let api: ApiFixture
 let t: TestApp
 let alice: TestClient
 let panelId: number
 
-beforeAll(async () => {
-  api = await startApiFixture()
-})
-afterAll(() => api.server.close())
-
-beforeEach(async () => {
-  api.state.patients = [...PATIENTS]
-  t = await makeTestApp()
-  alice = clientFor(t.app, 'tenant-a', 'alice')
-  panelId = (await createPanel(alice)).id
+apiSourceSuite((suite) => {
+  ;({ api, t, alice, panelId } = suite)
 })
 
 const apiConfig = (path = '/patients', extra: Record<string, unknown> = {}) => ({

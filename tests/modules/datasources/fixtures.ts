@@ -1,7 +1,8 @@
 import { and, eq } from 'drizzle-orm'
+import { afterAll, beforeAll, beforeEach } from 'vitest'
 import { records, syncRuns } from '../../../src/db/schema.ts'
-import type { TestApp } from '../../helpers/app.ts'
-import type { TestClient } from '../../helpers/http.ts'
+import { makeTestApp, type TestApp } from '../../helpers/app.ts'
+import { clientFor, type TestClient } from '../../helpers/http.ts'
 import { type FixtureServer, sendJson, sleep, startJsonServer } from '../../helpers/servers.ts'
 
 export const PATIENTS = [
@@ -41,6 +42,34 @@ export async function startApiFixture() {
     }
   })
   return { server, state }
+}
+
+export type ApiFixture = Awaited<ReturnType<typeof startApiFixture>>
+
+export interface ApiSourceSuite {
+  api: ApiFixture
+  t: TestApp
+  alice: TestClient
+  panelId: number
+}
+
+/**
+ * The set-up the data-source suites share: one loopback API for the file (its patients reset before
+ * each test), and per test a fresh app, alice of tenant-a and one panel of hers. `use` receives them
+ * before each test.
+ */
+export function apiSourceSuite(use: (suite: ApiSourceSuite) => void) {
+  let api: ApiFixture
+  beforeAll(async () => {
+    api = await startApiFixture()
+  })
+  afterAll(() => api.server.close())
+  beforeEach(async () => {
+    api.state.patients = [...PATIENTS]
+    const t = await makeTestApp()
+    const alice = clientFor(t.app, 'tenant-a', 'alice')
+    use({ api, t, alice, panelId: (await createPanel(alice)).id })
+  })
 }
 
 export const createPanel = async (c: TestClient, name = 'Test Panel') => {
