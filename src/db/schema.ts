@@ -166,6 +166,8 @@ export const columns = sqliteTable(
     type: text().notNull(),
     sourceField: text(),
     fhirPath: text(),
+    /** Which path a base column reads by: the one its creator gave (docs/views-and-rows.md "Exact values"). */
+    readBy: text().$type<'fhirPath' | 'sourceField'>(),
     dataSourceId: integer(),
     formula: text(),
     dependencies: text({ mode: 'json' }).$type<string[]>(),

@@ -1,7 +1,9 @@
 /**
  * Turning extracted source values into cell values of a column's `type` (CONTRACT: Columns — known
- * types drive typing; others read as text). Cells hold JSON values only: numbers, strings, booleans,
- * ISO date strings, arrays, plain objects (json) and null.
+ * types drive typing; others read as text). Cells hold JSON values exactly as sources gave them
+ * (docs/views-and-rows.md "Exact values"): `""`, `[]`, a one-element array, `0` and `false` are
+ * values, never null. Typing converts scalars only (a CSV's "42" in a number column is 42); it never
+ * changes a value's shape.
  */
 
 export type CellKind = 'number' | 'boolean' | 'date' | 'datetime' | 'text' | 'json' | 'list'
@@ -33,23 +35,40 @@ export class CoercionError extends Error {
 }
 
 /**
- * One cell from the values a path produced: none → null, one → that value, several → an array
- * (a FHIR repetition, e.g. every given name), each coerced to the column's kind.
+ * The cell of a FHIRPath column from the collection its expression gave, by SQL-on-FHIR column
+ * rules: empty → null, one value → that value, `collection` → always an array (empty too). Several
+ * values without `collection` give the array rather than dropping any (SQL-on-FHIR would refuse
+ * them). A `multi_select` column holds a list, so it reads as a collection once it has values.
  */
-export function toCell(values: unknown[], type: string): unknown {
+export function cellFromCollection(values: unknown[], type: string, collection = false): unknown {
   const kind = kindOf(type)
   const present = values.filter((v) => v !== null && v !== undefined)
-  if (kind === 'json') return present.length === 0 ? null : present.length === 1 ? present[0] : present
-  if (kind === 'list')
-    return present.length === 0 ? null : present.flatMap((v) => (Array.isArray(v) ? v : [v])).map((v) => coerce(v, 'text'))
+  if (collection || (kind === 'list' && present.length > 0)) return present.map((v) => coerce(v, kind))
   if (present.length === 0) return null
   if (present.length === 1) return coerce(present[0], kind)
   return present.map((v) => coerce(v, kind))
 }
 
-/** A single value as `kind`; throws CoercionError when it cannot be read so. */
+/**
+ * The cell of a source-field column (or an imported value): the JSON value exactly as the record
+ * holds it, missing → null; a scalar, and each element of an array, typed as the column's kind;
+ * objects stay objects.
+ */
+export function cellFromValue(value: unknown, type: string): unknown {
+  if (value === undefined || value === null) return null
+  const kind = kindOf(type)
+  return Array.isArray(value) ? value.map((v) => coerce(v, kind)) : coerce(value, kind)
+}
+
+/**
+ * A single value as `kind`; throws CoercionError when it cannot be read so. `null`, `""` and arrays
+ * are kept as they are (a blank text is a value of every kind); `json` cells hold any structure and
+ * text cells keep objects as objects. Scalars are converted, and so are the objects that stand for
+ * one (a FHIR Quantity in a number column is its value, a Date in a date column its ISO text).
+ */
 export function coerce(value: unknown, kind: CellKind): unknown {
-  if (value === null || value === undefined || value === '') return null
+  if (value === null || value === undefined) return null
+  if (value === '' || Array.isArray(value) || kind === 'json') return value
   switch (kind) {
     case 'number':
       return toNumber(value)
@@ -58,11 +77,8 @@ export function coerce(value: unknown, kind: CellKind): unknown {
     case 'date':
     case 'datetime':
       return toDate(value, kind)
-    case 'json':
-    case 'list':
-      return value
     default:
-      return typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value)
+      return typeof value === 'object' ? value : String(value)
   }
 }
 

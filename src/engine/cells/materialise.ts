@@ -1,6 +1,6 @@
 import { type CompiledFhirPath, compileFhirPath, FhirPathError } from '../fhirpath/compile.ts'
 import { FhirPathEngineNotLoaded } from '../fhirpath/engine.ts'
-import { CoercionError, toCell } from './coerce.ts'
+import { CoercionError, cellFromCollection, cellFromValue } from './coerce.ts'
 import { checkRules, compilePattern, type ValidationRules } from './validate.ts'
 
 /**
@@ -31,6 +31,8 @@ export interface ColumnDefinition {
   type: string
   fhirPath?: string | null
   sourceField?: string | null
+  /** Which of the two a base column reads by: the path the user gave (docs/views-and-rows.md). */
+  readBy?: 'fhirPath' | 'sourceField' | null
   dataSourceId?: number | null
   formula?: string | null
   properties?: Record<string, unknown> | null
@@ -51,7 +53,8 @@ export type FormulaCompiler = (column: ColumnDefinition) => CompiledFormula
 interface PlannedColumn {
   key: string
   column: ColumnDefinition
-  read?: (record: unknown) => unknown[]
+  /** A base column's typed cell of a record; throws CoercionError for a value of the wrong type. */
+  read?: (record: unknown) => unknown
   formula?: CompiledFormula
   rules?: ValidationRules
   pattern?: RegExp
@@ -87,12 +90,15 @@ export function planColumns(ordered: ColumnDefinition[], compileFormula: Formula
 }
 
 /**
- * How a base column reads a record: its FHIRPath, compiled once per distinct expression; a
- * `sourceField` that is not valid FHIRPath (e.g. a CSV header with spaces, stored as fhirPath by
- * default) is read as a dotted path instead.
+ * How a base column reads a record. A source-field column takes the JSON value at its field exactly;
+ * a FHIRPath column evaluates its expression (compiled once per distinct expression) and makes the
+ * cell by SQL-on-FHIR column rules. A column whose FHIRPath does not compile but that has a source
+ * field (a CSV header with spaces stored before `readBy` existed) reads the field.
  */
-function reader(column: ColumnDefinition, cache: Map<string, CompiledFhirPath>): ((record: unknown) => unknown[]) | undefined {
-  const { fhirPath, sourceField } = column
+function reader(column: ColumnDefinition, cache: Map<string, CompiledFhirPath>): ((record: unknown) => unknown) | undefined {
+  const { fhirPath, sourceField, type } = column
+  const byField = sourceField ? (record: unknown) => cellFromValue(fieldValue(record, sourceField), type) : undefined
+  if (column.readBy === 'sourceField' && byField) return byField
   if (fhirPath) {
     try {
       let compiled = cache.get(fhirPath)
@@ -100,16 +106,14 @@ function reader(column: ColumnDefinition, cache: Map<string, CompiledFhirPath>):
         compiled = compileFhirPath(fhirPath)
         cache.set(fhirPath, compiled)
       }
-      return compiled.evaluate
+      const { evaluate } = compiled
+      const collection = column.properties?.collection === true
+      return (record) => cellFromCollection(evaluate(record), type, collection)
     } catch (err) {
-      if (!sourceField || !(err instanceof FhirPathError)) throw err
+      if (!byField || !(err instanceof FhirPathError)) throw err
     }
   }
-  if (!sourceField) return undefined
-  return (record) => {
-    const v = fieldValue(record, sourceField)
-    return v === undefined ? [] : [v]
-  }
+  return byField
 }
 
 /** A record to materialise. */
@@ -133,7 +137,7 @@ export function materialise(plan: MaterialisePlan, record: MaterialiseInput, now
     const { column } = p
     let value: unknown = null
     if (record.importedByName && column.columnType === 'base') {
-      value = typed(() => valuesByName(record.data, column.name), column, errors)
+      value = typed(() => cellFromValue(valueByName(record.data, column.name), column.type), column, errors)
     } else if (p.formula) {
       const result = p.formula({ cells: byName, record: record.data }, now)
       value = result.value ?? null
@@ -152,10 +156,10 @@ export function materialise(plan: MaterialisePlan, record: MaterialiseInput, now
   return { cells, errors }
 }
 
-/** The cell of a base column from the values it read; a coercion failure is a blank cell with its error. */
-function typed(read: () => unknown[], column: ColumnDefinition, errors: CellError[]): unknown {
+/** The cell of a base column; a coercion failure is a blank cell with its error. */
+function typed(read: () => unknown, column: ColumnDefinition, errors: CellError[]): unknown {
   try {
-    return toCell(read(), column.type)
+    return read()
   } catch (err) {
     if (err instanceof FhirPathEngineNotLoaded) throw err
     const code = err instanceof CoercionError ? err.code : 'VALUE'
@@ -165,10 +169,9 @@ function typed(read: () => unknown[], column: ColumnDefinition, errors: CellErro
 }
 
 /** What an import record (`{ <column name>: value }`) holds for a column, read by its name. */
-function valuesByName(data: unknown, name: string): unknown[] {
-  if (!data || typeof data !== 'object' || !Object.hasOwn(data, name)) return []
-  const v = (data as Record<string, unknown>)[name]
-  return v === undefined ? [] : [v]
+function valueByName(data: unknown, name: string): unknown {
+  if (!data || typeof data !== 'object' || !Object.hasOwn(data, name)) return undefined
+  return (data as Record<string, unknown>)[name]
 }
 
 /**

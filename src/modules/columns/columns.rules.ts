@@ -96,7 +96,8 @@ export function assertFieldsOfKind(row: ColumnRow, input: UpdateColumnInput) {
 
 /**
  * New fhirPath/sourceField of a base column. When only one is sent and the two were equal (one
- * defaulted to the other), both move; a pair left with nothing is a 400.
+ * defaulted to the other), both move; a pair left with nothing is a 400. The column then reads by
+ * the FHIRPath when one was sent, by the source field when only that moved the pair.
  */
 export function applySourcePaths(before: ColumnRow, input: UpdateColumnInput, patch: Partial<ColumnRow>) {
   const { fhirPath: f, sourceField: s } = input
@@ -109,4 +110,5 @@ export function applySourcePaths(before: ColumnRow, input: UpdateColumnInput, pa
   if (!fhirPath) throw invalid([{ path: 'fhirPath', message: 'fhirPath or sourceField is required' }])
   patch.fhirPath = fhirPath
   patch.sourceField = sourceField
+  patch.readBy = f ? 'fhirPath' : f === null || linked ? 'sourceField' : before.readBy
 }

@@ -35,12 +35,13 @@ import {
 } from './columns.schemas.ts'
 
 const COMMON = ['name', 'type', 'properties', 'metadata'] as const
-const TRACKED = [...COMMON, ...BASE_ONLY, ...CALCULATED_ONLY]
+// readBy moves with the paths (columns.rules.ts): a column switched to reading by its FHIRPath is a change.
+const TRACKED = [...COMMON, ...BASE_ONLY, 'readBy', ...CALCULATED_ONLY] as const
 const CREATED = {
   base: ['columnType', ...COMMON, ...BASE_ONLY],
   calculated: ['columnType', ...COMMON, ...CALCULATED_ONLY],
 } as const
-const NOT_BASE = { sourceField: null, fhirPath: null, dataSourceId: null }
+const NOT_BASE = { sourceField: null, fhirPath: null, readBy: null, dataSourceId: null }
 const NOT_CALCULATED = { formula: null, dependencies: null }
 
 type NewColumn = Omit<ColumnRow, 'id' | 'tenantId' | 'userId' | 'panelId' | 'createdAt' | 'updatedAt'>
@@ -62,7 +63,7 @@ export async function listColumns(ctx: ServiceContext, panelId: number): Promise
 
 /**
  * Creates a base column. `fhirPath` and `sourceField` are both stored, one defaulting to the other
- * (CONTRACT: Columns); a `dataSourceId` must name a data source of the same panel, else 404. The
+ * (CONTRACT: Columns), and the column reads by the one given (`fhirPath` when both are); a `dataSourceId` must name a data source of the same panel, else 404. The
  * FHIRPath itself is checked by the later engine, not here.
  */
 export async function createBaseColumn(ctx: ServiceContext, panelId: number, input: CreateBaseColumnInput): Promise<ColumnDto> {
@@ -79,6 +80,7 @@ export async function createBaseColumn(ctx: ServiceContext, panelId: number, inp
     type,
     sourceField: input.sourceField ?? fhirPath,
     fhirPath,
+    readBy: input.fhirPath !== undefined ? 'fhirPath' : 'sourceField',
     dataSourceId: input.dataSourceId ?? null,
     properties,
     metadata,

@@ -1,6 +1,5 @@
 import { invalid } from '../../errors.ts'
 import { PipeSink, type Push } from './rows.export.stream.ts'
-import { cellText } from './rows.export.text.ts'
 import type { ExportColumn, ExportTable } from './rows.export.types.ts'
 
 type ExcelJs = typeof import('exceljs')
@@ -27,7 +26,11 @@ const sheetName = (title: string) =>
     .trim()
     .slice(0, 31) || 'Export'
 
-/** A cell as Excel should hold it: numbers and booleans as such, dates as dates, lists and objects as text. */
+/**
+ * A cell as Excel should hold it: numbers, booleans and texts ("" too) as such, dates as dates, lists
+ * and objects as their JSON text (so `["blue"]` stays apart from `blue`, and `[]` from ""); null as
+ * no cell.
+ */
 function excelValue(value: unknown, column: ExportColumn): unknown {
   if (value === null || value === undefined) return null
   if ((column.type === 'date' || column.type === 'datetime') && typeof value === 'string') {
@@ -35,7 +38,7 @@ function excelValue(value: unknown, column: ExportColumn): unknown {
     return Number.isNaN(d.getTime()) ? value : d
   }
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'string') return value
-  return cellText(value)
+  return JSON.stringify(value)
 }
 
 /**

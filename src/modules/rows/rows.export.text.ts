@@ -32,6 +32,14 @@ const field = (text: string) => (/[",\r\n]/.test(text) ? `"${text.replace(/"/g, 
 
 const line = (cells: string[]) => `${cells.map(field).join(',')}\r\n`
 
+/**
+ * A cell as a CSV field. CSV has no null: a blank cell (null) is an empty field, a present but empty
+ * value ("" or []) a quoted empty field `""` — the convention PostgreSQL's COPY reads back as NULL
+ * and '' (docs/import-export.md). A one-element list cannot be told from its element.
+ */
+const csvField = (value: unknown): string =>
+  value === '' || (Array.isArray(value) && value.length === 0) ? '""' : field(protect(value, cellText(value)))
+
 /** CSV: the column names, with `includeFormulas` a second header row holding each calculated column's formula. */
 export async function writeCsv(table: ExportTable, push: Push): Promise<void> {
   const names = table.columns.map((c) => c.name)
@@ -40,7 +48,7 @@ export async function writeCsv(table: ExportTable, push: Push): Promise<void> {
   await push(encoder.encode(head))
   for await (const batch of table.batches) {
     let out = ''
-    for (const row of batch) out += line(names.map((n) => protect(row[n], cellText(row[n]))))
+    for (const row of batch) out += `${names.map((n) => csvField(row[n])).join(',')}\r\n`
     await push(encoder.encode(out))
   }
 }

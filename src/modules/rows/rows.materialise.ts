@@ -58,7 +58,11 @@ export async function loadPanelPlan(db: Deps['db'], tenantId: string, panelId: n
       .where(and(eq(dataSources.tenantId, tenantId), eq(dataSources.panelId, panelId), eq(dataSources.type, 'import'))),
   ])
   const fhirPaths = rows.flatMap((c) =>
-    c.columnType === 'calculated' ? formulaFhirPaths(c.formula ?? '') : c.fhirPath ? [c.fhirPath] : [],
+    c.columnType === 'calculated'
+      ? formulaFhirPaths(c.formula ?? '')
+      : c.fhirPath && c.readBy !== 'sourceField'
+        ? [c.fhirPath]
+        : [],
   )
   await loadFhirPathEngineFor(fhirPaths)
   return {

@@ -30,6 +30,10 @@ export const isArrayCell = (id: number): SQL =>
     `((r.cells ->> ${cellPath(id)}) >= '[' AND (r.cells ->> ${cellPath(id)}) < '\\' AND json_type(r.cells, ${cellPath(id)}) = 'array')`,
   )
 
+/** True when the cell is blank: null, "" or [] (what isEmpty matches, count skips and sorts put last). */
+export const isBlankCell = (id: number): SQL =>
+  sql`(${cell(id)} IS NULL OR ${cell(id)} = '' OR (${cell(id)} = '[]' AND ${isArrayCell(id)}))`
+
 const TRUE = sql`1`
 const FALSE = sql`0`
 
@@ -70,7 +74,7 @@ function conditionSql(column: ColumnRef, operator: FilterOperator, values: Compa
   if (twin) return sql`(${conditionSql(column, twin, values)}) IS NOT 1`
   const v = cell(column.id)
   if (operator === 'isNull') return sql`${v} IS NULL`
-  if (operator === 'isEmpty') return sql`(${v} IS NULL OR ${v} = '' OR (${v} = '[]' AND ${isArrayCell(column.id)}))`
+  if (operator === 'isEmpty') return isBlankCell(column.id)
   const element = sql.raw('e.value')
   return sql`(CASE WHEN ${isArrayCell(column.id)} THEN EXISTS (SELECT 1 FROM json_each(r.cells, ${sql.raw(cellPath(column.id))}) e WHERE ${scalarSql(element, column.kind, operator, values)}) ELSE ${scalarSql(v, column.kind, operator, values)} END)`
 }
@@ -108,7 +112,9 @@ function scalarSql(x: SQL, kind: CellKind, operator: FilterOperator, values: Com
  * their text), date-only values against the cell's date part at their own precision.
  */
 function compare(x: SQL, kind: CellKind, c: Comparand, op: '=' | '>' | '<' | '>=' | '<='): SQL {
-  return sql`${lhs(x, kind, c)} ${sql.raw(op)} ${c.value}`
+  const test = sql`${lhs(x, kind, c)} ${sql.raw(op)} ${c.value}`
+  // A "" in a number or date column is a blank, not a text that SQLite would rank above every number.
+  return isTextual(kind) ? test : sql`(${x} <> '' AND ${test})`
 }
 
 function lhs(x: SQL, kind: CellKind, c: Comparand): SQL {

@@ -2,7 +2,7 @@ import { type SQL, sql } from 'drizzle-orm'
 import type { AggregateFunction } from '../../engine/filters/kinds.ts'
 import { isTextual } from '../../engine/filters/kinds.ts'
 import type { ColumnRef } from '../../engine/filters/resolve.ts'
-import { cell } from '../rows/rows.sql.ts'
+import { cell, isBlankCell } from '../rows/rows.sql.ts'
 
 /**
  * groupBy and aggregations in SQL (DATA-ENGINE: groupBy and aggregations). `count` counts
@@ -41,10 +41,15 @@ export function groupsSql(scope: Scope, groupBy: ColumnRef[], aggs: AggregateSpe
   const keys = groupBy.map((c, i) => sql`min(${cell(c.id)}) AS ${sql.raw(`g${i}`)}`)
   const cols = aggs.filter((a) => a.fn !== 'median').map((a, i) => sql`${aggregateExpr(a)} AS ${sql.raw(`a${i}`)}`)
   const by = groupBy.map(groupExpr)
-  // Ordered by the answered keys, so nothing but the group values passes through the sort.
+  // Ordered by the answered keys, so nothing but the group values passes through the sort: values,
+  // then the blank groups ("" and [] before null; a key is an array only as the text of one).
   const order = groupBy.flatMap((c, i) => {
     const g = sql.raw(`g${i}`)
-    return [sql`${g} IS NULL`, isTextual(c.kind) ? sql`${g} COLLATE NOCASE` : g]
+    return [
+      sql`(${g} IS NULL OR ${g} = '' OR (${g} = '[]' AND json_valid(${g})))`,
+      sql`${g} IS NULL`,
+      isTextual(c.kind) ? sql`${g} COLLATE NOCASE` : g,
+    ]
   })
   return sql`SELECT ${sql.join([...keys, sql`count(*) AS n`, ...cols], sql`, `)} ${scope}
     GROUP BY ${sql.join(by, sql`, `)} ORDER BY ${sql.join(order, sql`, `)} LIMIT ${sql.raw(String(MAX_GROUPS))}`
@@ -111,10 +116,11 @@ const numeric = (c: ColumnRef): SQL => sql`(CASE WHEN typeof(${cell(c.id)}) IN (
 function aggregateExpr(a: AggregateSpec): SQL {
   const v = cell(a.column.id)
   const text = isTextual(a.column.kind)
-  const present = text ? sql`nullif(${v}, '') COLLATE NOCASE` : sql`nullif(${v}, '')`
+  const value = sql`(CASE WHEN ${isBlankCell(a.column.id)} THEN NULL ELSE ${v} END)`
+  const present = text ? sql`${value} COLLATE NOCASE` : value
   switch (a.fn) {
     case 'count':
-      return sql`count(nullif(${v}, ''))`
+      return sql`count(${value})`
     case 'distinct':
       return sql`count(DISTINCT ${present})`
     case 'sum':

@@ -7,7 +7,8 @@ import { cell, cellPath, isArrayCell } from '../rows/rows.sql.ts'
  * ORDER BY of a row query (DATA-ENGINE: Sorting): keys in priority order, each with blanks last
  * unless `nullsFirst`, then the `customOrder` values in their listed order, then the rest in the
  * key's direction (text case-insensitively, booleans false before true, ISO dates as instants);
- * the record id breaks ties so pages are stable. An array cell sorts by its first element.
+ * the record id breaks ties so pages are stable. An array cell sorts by its first element. Blanks are
+ * null, "" and [] alike (docs/views-and-rows.md "Exact values").
  */
 
 export interface SortKey {
@@ -23,8 +24,9 @@ const INLINE_CUSTOM_ORDER = 20
 export function orderSql(keys: SortKey[]): SQL {
   const parts: SQL[] = []
   for (const key of keys) {
-    const v = sortValue(key.column)
-    parts.push(sql`(${v} IS NULL OR ${v} = '') ${sql.raw(key.nullsFirst ? 'DESC' : 'ASC')}`)
+    // Blanks (null, "", and [] whose first element is null) sort as one: their ties go to the row id.
+    const v = sql`nullif(${sortValue(key.column)}, '')`
+    parts.push(sql`(${v} IS NULL) ${sql.raw(key.nullsFirst ? 'DESC' : 'ASC')}`)
     if (key.customOrder?.length) parts.push(customRank(v, key.customOrder))
     const dir = sql.raw(key.direction === 'desc' ? 'DESC' : 'ASC')
     parts.push(isTextual(key.column.kind) ? sql`${v} COLLATE NOCASE ${dir}` : sql`${v} ${dir}`)

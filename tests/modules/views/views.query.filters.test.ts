@@ -73,7 +73,7 @@ cases('text', [
   ['Name', 'between', ['b', 'h'], ['p2', 'p6']],
   ['Name', 'in', ['ada', 'ZOE'], ['p1', 'p5']],
   ['Name', 'contains', '%', []],
-  ['City', 'isNull', null, ['p3', 'p4']],
+  ['City', 'isNull', null, ['p4']], // p3's city is "" (a value), p4 has none
   ['City', 'isEmpty', null, ['p3', 'p4']],
   ['City', 'equals', 'london', ['p1', 'p5']],
   ['Blanky', 'isNull', null, []],
@@ -99,7 +99,7 @@ cases('list (multi_select)', [
   ['Tags', 'lessThanOrEqual', 'cardio', ['p6']],
   ['Tags', 'between', ['c', 'd'], ['p6']],
   ['Tags', 'in', ['cardio', 'VIP'], ['p1', 'p5', 'p6']],
-  ['Tags', 'isNull', null, ['p3', 'p4']],
+  ['Tags', 'isNull', null, ['p4']], // p3's tags are [] (a value), p4 has none
   ['Tags', 'isEmpty', null, ['p3', 'p4']],
   ['CityList', 'isNull', null, []],
   ['CityList', 'isEmpty', null, ['p3', 'p4']],
