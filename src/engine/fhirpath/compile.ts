@@ -1,9 +1,11 @@
 import { FhirPathEngineNotLoaded, fhirPathEngine } from './engine.ts'
+import { compileOnEngine } from './functions.ts'
 import { isMemberPath, memberNavigator } from './member-path.ts'
 
 /**
- * FHIRPath for base columns (DATA-ENGINE: Rows): compiled once per expression with the R4 model,
- * plus the SQL-on-FHIR functions `getResourceKey()` and `getReferenceKey([type])`. Anything but a
+ * FHIRPath for base columns (DATA-ENGINE: Rows): compiled once per expression with the R4 model and
+ * our functions (functions.ts: the SQL-on-FHIR `getResourceKey()` and `getReferenceKey([type])`,
+ * and `join`, `lowBoundary`, `highBoundary` as SQL-on-FHIR expects them). Anything but a
  * member path needs the engine loaded first (engine.ts, loadFhirPathEngineFor).
  */
 
@@ -22,35 +24,6 @@ export class FhirPathError extends Error {
     super(message)
     this.name = 'FhirPathError'
   }
-}
-
-const keyOf = (resource: unknown): string | undefined => {
-  if (!resource || typeof resource !== 'object') return undefined
-  const { resourceType, id } = resource as { resourceType?: unknown; id?: unknown }
-  return typeof resourceType === 'string' && typeof id === 'string' ? `${resourceType}/${id}` : undefined
-}
-
-const data = (node: unknown) => (node && typeof node === 'object' && 'data' in node ? (node as { data: unknown }).data : node)
-
-/** SQL-on-FHIR v2 key functions: keys are `ResourceType/id`, so references and resources join. */
-const userInvocationTable = {
-  getResourceKey: {
-    fn: (inputs: unknown[]) => inputs.map((n) => keyOf(data(n))).filter((k): k is string => k !== undefined),
-    arity: { 0: [] },
-  },
-  getReferenceKey: {
-    fn: (inputs: unknown[], type?: { name?: string } | string) => {
-      const wanted = typeof type === 'string' ? type : type?.name
-      return inputs.flatMap((n) => {
-        const ref = (data(n) as { reference?: unknown } | undefined)?.reference
-        if (typeof ref !== 'string') return []
-        const match = ref.match(/(?:^|\/)([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/[^/]+)?$/)
-        if (!match || (wanted && match[1] !== wanted)) return []
-        return [`${match[1]}/${match[2]}`]
-      })
-    },
-    arity: { 0: [], 1: ['TypeSpecifier'] },
-  },
 }
 
 const PROBE = { resourceType: 'Patient', id: 'probe' }
@@ -100,9 +73,9 @@ export function checkFhirPath(expression: string): FhirPathError | undefined {
 
 /** The engine's compiled expression; throws FhirPathError for a syntax error. */
 function engineCompile(expression: string): Evaluate {
-  const { fhirpath, r4 } = fhirPathEngine()
+  const engine = fhirPathEngine()
   try {
-    return fhirpath.compile(expression, r4, { userInvocationTable } as never) as Evaluate
+    return compileOnEngine(engine, expression)
   } catch (err) {
     throw toFhirPathError(expression, err)
   }

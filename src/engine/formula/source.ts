@@ -6,6 +6,7 @@
  * (loadFhirPathEngineFor with formulaFhirPaths).
  */
 import { fhirPathEngine } from '../fhirpath/engine.ts'
+import { compileOnEngine } from '../fhirpath/functions.ts'
 import { isMemberPath, memberNavigator } from '../fhirpath/member-path.ts'
 import { walk } from './ast.ts'
 import { lookupFunction } from './catalogue.ts'
@@ -18,12 +19,14 @@ export type CompiledPath = (record: object | undefined) => Value
 type EngineFn = (resource: unknown) => unknown
 
 /**
- * The engine's compiler (its calls throw the parser's error). Taken before any expression is read,
- * so an engine not loaded throws here, as the caller's bug, never as the expression's problem.
+ * The engine's compiler, with the functions base columns have too (fhirpath/functions.ts), so a
+ * FHIRPATH() answers as a base column with the same expression; its calls throw the parser's error.
+ * Taken before any expression is read, so an engine not loaded throws here, as the caller's bug,
+ * never as the expression's problem.
  */
 function engineCompiler(): (expression: string) => EngineFn {
-  const { fhirpath, r4 } = fhirPathEngine()
-  return (expression) => fhirpath.compile(expression, r4) as EngineFn
+  const engine = fhirPathEngine()
+  return (expression) => compileOnEngine(engine, expression)
 }
 
 /**
