@@ -6,9 +6,8 @@ import { clientFor } from '../../helpers/http.ts'
 /**
  * Base columns with join(), lowBoundary() and highBoundary() (src/engine/fhirpath/functions.ts)
  * over records synced from a FHIR server: the cells SQL-on-FHIR expects (the resources are those
- * of the official fn_join.json and fn_boundary.json tests). A join over no names is `""` in the
- * engine (tests/engine/fhirpath/functions.test.ts); its cell is not checked here, since cell
- * coercion still turns `""` into null on this branch.
+ * of the official fn_join.json and fn_boundary.json tests). A join over no names is `""`, and
+ * cells keep it (exact values).
  */
 
 const RESOURCES = {
@@ -77,7 +76,14 @@ describe('GET /api/panels/{panelId}/rows (base columns with join and the boundar
       'Born to': '1970-06-30',
     })
     expect(byKey['Patient/p2']).toMatchObject({ Given: 'Addie', 'Given plain': 'Addie' })
-    expect(byKey['Observation/o1']).toMatchObject({ Low: 0.95, High: 1.05, From: null, 'Time from': null })
+    expect(byKey['Observation/o1']).toMatchObject({
+      Given: '',
+      'Given plain': '',
+      Low: 0.95,
+      High: 1.05,
+      From: null,
+      'Time from': null,
+    })
     expect(byKey['Observation/o2']).toMatchObject({
       Low: null,
       From: '2010-10-10T00:00:00.000+14:00',
@@ -102,7 +108,6 @@ describe('POST /api/formulas/preview (FHIRPATH with join and the boundary functi
     const [p1] = RESOURCES.Patient
     const [o1, o2] = RESOURCES.Observation
     expect(await preview(`FHIRPATH("name.given.join(', ')")`, p1)).toBe('p1.g1, p1.g2')
-    // Formula values keep "", so the join over no names shows here (a base column's cell does not yet).
     expect(await preview(`FHIRPATH("name.given.join(', ')")`, { resourceType: 'Patient', id: 'p3' })).toBe('')
     expect(await preview('FHIRPATH("value.ofType(Quantity).value.lowBoundary()")', o1)).toBe(0.95)
     expect(await preview('FHIRPATH("value.ofType(dateTime).lowBoundary()")', o2)).toBe('2010-10-10T00:00:00.000+14:00')
