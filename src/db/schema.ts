@@ -15,7 +15,8 @@ export interface CohortCondition {
 
 export interface CohortRule {
   conditions: CohortCondition[]
-  logic: 'AND' | 'OR'
+  /** AND or OR in either case, as sent. */
+  logic: 'AND' | 'OR' | 'and' | 'or'
 }
 
 const timestamps = {
@@ -178,11 +179,12 @@ export const columns = sqliteTable(
   (t) => [index('columns_tenant_panel_idx').on(t.tenantId, t.panelId)],
 )
 
+/** A view filter: a condition (column, operator, value) or a group of `conditions`, spelled as sent. */
 export interface FilterCriterion {
-  columnTitle: string
-  operator: string
+  columnTitle?: string
+  operator?: string
   value?: unknown
-  logicalOperator?: 'AND' | 'OR'
+  logicalOperator?: string
   conditions?: FilterCriterion[]
 }
 

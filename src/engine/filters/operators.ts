@@ -36,6 +36,13 @@ export const ACCEPTED_OPERATORS = [...FILTER_OPERATORS, ...Object.keys(OPERATOR_
 
 export const canonicalOperator = (op: string): FilterOperator => OPERATOR_ALIASES[op] ?? (op as FilterOperator)
 
+/** How conditions combine: AND/OR in either case (the web client sends `and`/`or`), kept as sent. */
+export const LOGICAL_OPERATORS = ['AND', 'OR', 'and', 'or'] as const
+export type LogicalOperator = (typeof LOGICAL_OPERATORS)[number]
+
+/** OR when the operator says so in either case; AND otherwise (the default of a group). */
+export const logicOf = (op: string | undefined): 'AND' | 'OR' => (op?.toUpperCase() === 'OR' ? 'OR' : 'AND')
+
 /** Operators that take no value. */
 export const UNARY_OPERATORS = new Set<FilterOperator>(['isNull', 'isNotNull', 'isEmpty', 'isNotEmpty'])
 

@@ -5,6 +5,7 @@ import {
   FILTER_OPERATORS,
   type FilterOperator,
   LIST_OPERATORS,
+  logicOf,
   RANGE_OPERATORS,
   UNARY_OPERATORS,
 } from './operators.ts'
@@ -33,17 +34,24 @@ export type FilterNode =
   | { type: 'condition'; column: ColumnRef; operator: FilterOperator; values: Comparand[] }
 
 export interface CriterionInput {
-  columnTitle: string
-  operator: string
+  columnTitle?: string
+  operator?: string
   value?: unknown
-  logicalOperator?: 'AND' | 'OR'
+  logicalOperator?: string
   conditions?: CriterionInput[]
 }
 
 export interface CohortRuleInput {
   conditions: { field: string; operator: string; value?: unknown }[]
-  logic: 'AND' | 'OR'
+  logic: string
 }
+
+/**
+ * A criterion is a group when it has conditions, or `conditions` and no column (an empty group,
+ * which constrains nothing); else it is a condition on its column.
+ */
+export const isFilterGroup = (c: { columnTitle?: string; conditions?: unknown[] }): boolean =>
+  (c.conditions?.length ?? 0) > 0 || (c.conditions !== undefined && c.columnTitle === undefined)
 
 export type ColumnLookup = (name: string) => ColumnRef | undefined
 
@@ -64,7 +72,7 @@ export function resolveCohortRule(
   const conditions = rule?.conditions ?? []
   return {
     type: 'group',
-    logic: rule?.logic === 'OR' ? 'OR' : 'AND',
+    logic: logicOf(rule?.logic),
     children: conditions.map((c, i) =>
       condition(
         { column: c.field, operator: c.operator, value: c.value },
@@ -93,15 +101,12 @@ export function checkAggregate(fn: AggregateFunction, column: ColumnRef, path: s
 // --- Internal helpers ---
 
 function resolveCriterion(c: CriterionInput, lookup: ColumnLookup, path: string, issues: FilterIssue[]): FilterNode {
-  if (c.conditions && c.conditions.length > 0) {
-    return {
-      type: 'group',
-      logic: c.logicalOperator === 'OR' ? 'OR' : 'AND',
-      children: c.conditions.map((child, i) => resolveCriterion(child, lookup, `${path}.conditions[${i}]`, issues)),
-    }
+  if (isFilterGroup(c)) {
+    const children = (c.conditions ?? []).map((child, i) => resolveCriterion(child, lookup, `${path}.conditions[${i}]`, issues))
+    return { type: 'group', logic: children.length > 0 ? logicOf(c.logicalOperator) : 'AND', children }
   }
   return condition(
-    { column: c.columnTitle, operator: c.operator, value: c.value },
+    { column: c.columnTitle ?? '', operator: c.operator ?? '', value: c.value },
     lookup,
     { column: `${path}.columnTitle`, rest: path },
     issues,

@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi'
 import type { panels } from '../../db/schema.ts'
-import { ACCEPTED_OPERATORS, canonicalOperator } from '../../engine/filters/operators.ts'
+import { ACCEPTED_OPERATORS, canonicalOperator, LOGICAL_OPERATORS } from '../../engine/filters/operators.ts'
 import { JsonObject, TenantBody, TenantId, Timestamp, UserId } from '../../http/router.ts'
 
 export const CohortCondition = z
@@ -14,7 +14,7 @@ export const CohortCondition = z
 export const CohortRule = z
   .object({
     conditions: z.array(CohortCondition).max(100),
-    logic: z.enum(['AND', 'OR']),
+    logic: z.enum(LOGICAL_OPERATORS).openapi({ description: 'AND or OR, in either case; kept as sent' }),
   })
   .openapi('CohortRule', { example: { conditions: [], logic: 'AND' } })
 
@@ -38,7 +38,7 @@ const PanelMetadata = z
 const CohortRuleOut = z
   .object({
     conditions: z.array(z.object({ field: z.string(), operator: z.string(), value: z.unknown().optional() })),
-    logic: z.enum(['AND', 'OR']),
+    logic: z.enum(LOGICAL_OPERATORS),
   })
   .openapi('CohortRuleResult', { example: { conditions: [], logic: 'AND' } })
 

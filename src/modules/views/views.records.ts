@@ -15,17 +15,23 @@ import { loadOwnView, loadVisibleView, updateViewContent } from './views.service
  * and go through the view's UPDATE path (change record, cache, VIEW_UPDATED when published).
  */
 
-/** Sort records in the order they apply: `order` is the priority, else the 1-based position. */
+/**
+ * Sort records in the order they apply: `order` is the priority, else the 1-based position in the
+ * view's list; `id` is the record's 1-based place in that order, so records read and sent back keep
+ * their ids.
+ */
 const toSortRecords = (sorting: SortCriterion[]): SortRecordDto[] =>
   sorting
     .map((s, i) => ({ columnName: s.columnTitle, direction: s.direction, order: s.priority ?? i + 1 }))
     .sort((a, b) => a.order - b.order)
+    .map((s, i) => ({ id: i + 1, ...s }))
 
+/** Filter records, spelled as they were sent (operators and logical operators); groups carry no column. */
 const toFilterRecords = (filters: FilterCriterion[]): FilterRecordDto[] =>
   filters.map((f, i) => ({
     id: i + 1,
-    columnName: f.columnTitle,
-    operator: f.operator,
+    ...(f.columnTitle !== undefined ? { columnName: f.columnTitle } : {}),
+    ...(f.operator !== undefined ? { operator: f.operator } : {}),
     value: f.value ?? null,
     logicalOperator: f.logicalOperator ?? 'AND',
     ...(f.conditions ? { conditions: f.conditions as unknown as Record<string, unknown>[] } : {}),
@@ -74,7 +80,7 @@ export async function getFilters(ctx: ServiceContext, viewId: number): Promise<{
   return { filters: toFilterRecords(row.filters) }
 }
 
-/** Replaces the view's filters; operators arrive canonical (aliases resolved by the schema). */
+/** Replaces the view's filters, kept as spelled (aliases and lowercase and/or are resolved when the rows are queried). */
 export async function putFilters(
   ctx: ServiceContext,
   viewId: number,
@@ -82,8 +88,8 @@ export async function putFilters(
 ): Promise<{ filters: FilterRecordDto[] }> {
   const view = await loadOwnView(ctx, viewId)
   const filters: FilterCriterion[] = input.filters.map((f) => ({
-    columnTitle: f.columnName,
-    operator: f.operator,
+    ...(f.columnName !== undefined ? { columnTitle: f.columnName } : {}),
+    ...(f.operator !== undefined ? { operator: f.operator } : {}),
     ...(f.value !== undefined ? { value: f.value } : {}),
     ...(f.logicalOperator !== undefined ? { logicalOperator: f.logicalOperator } : {}),
     ...(f.conditions !== undefined ? { conditions: f.conditions } : {}),

@@ -1,6 +1,13 @@
 import { z } from '@hono/zod-openapi'
 import type { AggregationSpec, FilterCriterion, SortCriterion, views } from '../../db/schema.ts'
-import { ACCEPTED_OPERATORS, canonicalOperator, LIST_OPERATORS, RANGE_OPERATORS } from '../../engine/filters/operators.ts'
+import {
+  ACCEPTED_OPERATORS,
+  canonicalOperator,
+  LIST_OPERATORS,
+  LOGICAL_OPERATORS,
+  RANGE_OPERATORS,
+} from '../../engine/filters/operators.ts'
+import { isFilterGroup } from '../../engine/filters/resolve.ts'
 import { JsonObject, QueryBoolean, TenantBody, TenantQuery, Timestamp } from '../../http/router.ts'
 
 /** Limits of a view (views brief): filters per level, sorts, aggregations, filter nesting. */
@@ -10,16 +17,16 @@ export const MAX_AGGREGATIONS = 20
 export const MAX_FILTER_DEPTH = 5
 
 const ColumnTitle = z.string().trim().min(1).max(255).openapi({ example: 'Age' })
-const Operator = z
-  .enum(ACCEPTED_OPERATORS)
-  .transform(canonicalOperator)
-  .openapi({ description: 'A filter operator (spec §2.7); eq, ne, gt, lt, gte, lte are stored as their canonical names' })
-const LogicalOperator = z.enum(['AND', 'OR'])
+const Operator = z.enum(ACCEPTED_OPERATORS).openapi({
+  description: 'A filter operator (spec §2.7); eq, ne, gt, lt, gte, lte are accepted as aliases. Stored and answered as sent.',
+})
+/** AND/OR in either case (the web client sends `and`/`or`); stored and answered as sent. */
+const LogicalOperator = z.enum(LOGICAL_OPERATORS).openapi({ description: 'AND or OR, in either case' })
 
 /** between/notBetween take a `[low, high]` pair, in/notIn a list, when a value is given. */
-function checkValueShape(f: { operator: string; value?: unknown }, ctx: z.RefinementCtx) {
-  if (f.value === undefined || f.value === null) return
-  const op = f.operator as Parameters<typeof RANGE_OPERATORS.has>[0]
+function checkValueShape(f: { operator?: string; value?: unknown }, ctx: z.RefinementCtx) {
+  if (f.operator === undefined || f.value === undefined || f.value === null) return
+  const op = canonicalOperator(f.operator)
   if (RANGE_OPERATORS.has(op) && !(Array.isArray(f.value) && f.value.length === 2)) {
     ctx.addIssue({ code: 'custom', path: ['value'], message: `${f.operator} takes a [low, high] pair` })
   } else if (LIST_OPERATORS.has(op) && !Array.isArray(f.value)) {
@@ -27,11 +34,28 @@ function checkValueShape(f: { operator: string; value?: unknown }, ctx: z.Refine
   }
 }
 
+/**
+ * A condition names its column and operator; a group (`conditions` and no column, or non-empty
+ * `conditions`) needs neither (engine/filters/resolve.ts isFilterGroup).
+ */
+function checkCriterion(column: 'columnTitle' | 'columnName') {
+  return (
+    f: { columnTitle?: string; columnName?: string; operator?: string; value?: unknown; conditions?: unknown[] },
+    ctx: z.RefinementCtx,
+  ) => {
+    if (isFilterGroup({ columnTitle: f[column], conditions: f.conditions })) return
+    if (f[column] === undefined)
+      ctx.addIssue({ code: 'custom', path: [column], message: `a condition needs ${column} (or conditions, for a group)` })
+    if (f.operator === undefined) ctx.addIssue({ code: 'custom', path: ['operator'], message: 'a condition needs an operator' })
+    checkValueShape(f, ctx)
+  }
+}
+
 interface FilterCriterionIn {
-  columnTitle: string
-  operator: string
+  columnTitle?: string
+  operator?: string
   value?: unknown
-  logicalOperator?: 'AND' | 'OR'
+  logicalOperator?: string
   conditions?: FilterCriterionIn[]
 }
 
@@ -39,15 +63,19 @@ export const FilterCriterionSchema: z.ZodType<FilterCriterion, FilterCriterionIn
   .lazy(() =>
     z
       .object({
-        columnTitle: ColumnTitle,
-        operator: Operator,
+        columnTitle: ColumnTitle.optional(),
+        operator: Operator.optional(),
         value: z.unknown().optional(),
         logicalOperator: LogicalOperator.optional(),
         conditions: z.array(FilterCriterionSchema).max(MAX_FILTERS).optional(),
       })
-      .superRefine(checkValueShape),
+      .superRefine(checkCriterion('columnTitle')),
   )
-  .openapi('FilterCriterion', { example: { columnTitle: 'Age', operator: 'greaterThan', value: 65 } })
+  .openapi('FilterCriterion', {
+    description:
+      'A condition (`columnTitle`, `operator`, `value`) or a group: `conditions` combined with `logicalOperator` (default AND), nesting up to 5 levels.',
+    example: { columnTitle: 'Age', operator: 'greaterThan', value: 65 },
+  })
 
 /** Nested `conditions` go at most MAX_FILTER_DEPTH levels deep (top level = 1). */
 function checkDepth(list: { conditions?: FilterCriterion[] }[], ctx: z.RefinementCtx, depth = 1, path: (string | number)[] = []) {
@@ -217,10 +245,13 @@ export const View = z
 
 export const ViewList = z.object({ views: z.array(View), total: z.number().int() }).openapi('ViewList')
 
-/** The view's sort records (`sorting`) as the sorts sub-resource shows them (CONTRACT: Views). */
+/**
+ * The view's sort records (`sorting`) as the sorts sub-resource shows them (CONTRACT: Views); `id` is
+ * the 1-based place in the order they apply, an integer like a filter record's.
+ */
 export const SortRecord = z
-  .object({ columnName: z.string(), direction: Direction, order: z.number().int() })
-  .openapi('ViewSort', { example: { columnName: 'Age', direction: 'desc', order: 1 } })
+  .object({ id: z.number().int(), columnName: z.string(), direction: Direction, order: z.number().int() })
+  .openapi('ViewSort', { example: { id: 1, columnName: 'Age', direction: 'desc', order: 1 } })
 
 export const SortRecords = z.object({ sorts: z.array(SortRecord) }).openapi('ViewSorts')
 
@@ -234,14 +265,17 @@ export const PutSortsBody = z
   })
   .openapi('PutViewSorts', { example: { sorts: [{ columnName: 'Age', direction: 'desc', order: 1 }] } })
 
-/** The view's filter records (`filters`); `id` is the 1-based position. */
+/**
+ * The view's filter records (`filters`); `id` is the 1-based position. A group record has
+ * `conditions` (FilterCriteria) and no column or operator.
+ */
 export const FilterRecord = z
   .object({
     id: z.number().int(),
-    columnName: z.string(),
-    operator: z.string(),
+    columnName: z.string().optional(),
+    operator: z.string().optional(),
     value: z.unknown(),
-    logicalOperator: LogicalOperator,
+    logicalOperator: z.string(),
     conditions: z.array(JsonObject).optional(),
   })
   .openapi('ViewFilter', { example: { id: 1, columnName: 'Age', operator: 'greaterThan', value: 65, logicalOperator: 'AND' } })
@@ -254,19 +288,21 @@ export const PutFiltersBody = z
       .array(
         z
           .object({
-            columnName: ColumnTitle,
-            operator: Operator,
+            columnName: ColumnTitle.optional(),
+            operator: Operator.optional(),
             value: z.unknown().optional(),
             logicalOperator: LogicalOperator.optional(),
             conditions: z.array(FilterCriterionSchema).max(MAX_FILTERS).optional(),
           })
-          .superRefine(checkValueShape),
+          .superRefine(checkCriterion('columnName')),
       )
       .max(MAX_FILTERS)
       .superRefine((list, ctx) => checkDepth(list, ctx)),
     ...TenantBody,
   })
-  .openapi('PutViewFilters', { example: { filters: [{ columnName: 'Age', operator: 'gte', value: 65 }] } })
+  .openapi('PutViewFilters', {
+    example: { filters: [{ columnName: 'Age', operator: 'gte', value: 65, logicalOperator: 'and' }] },
+  })
 
 export type PutSortsInput = z.infer<typeof PutSortsBody>
 export type PutFiltersInput = z.infer<typeof PutFiltersBody>

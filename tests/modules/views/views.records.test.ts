@@ -32,8 +32,8 @@ describe('GET /api/views/{id}/sorts', () => {
     expect(res.status).toBe(200)
     expect(res.body).toEqual({
       sorts: [
-        { columnName: 'Name', direction: 'asc', order: 1 },
-        { columnName: 'Age', direction: 'desc', order: 2 },
+        { id: 1, columnName: 'Name', direction: 'asc', order: 1 },
+        { id: 2, columnName: 'Age', direction: 'desc', order: 2 },
       ],
     })
   })
@@ -53,8 +53,9 @@ describe('PUT /api/views/{id}/sorts', () => {
     ]
     const res = await w.alice.put(`/api/views/${viewId}/sorts`, { sorts, tenantId: 'tenant-a', userId: 'alice' })
     expect(res.status).toBe(200)
-    expect(res.body).toEqual({ sorts })
-    expect((await w.alice.get(`/api/views/${viewId}/sorts`)).body).toEqual({ sorts })
+    const records = sorts.map((s, i) => ({ id: i + 1, ...s }))
+    expect(res.body).toEqual({ sorts: records })
+    expect((await w.alice.get(`/api/views/${viewId}/sorts`)).body).toEqual({ sorts: records })
     const view = (await w.alice.get(`/api/views/${viewId}`)).body
     expect(view.sorting).toEqual([
       { columnTitle: 'Age', direction: 'asc', priority: 1, nullsFirst: true, customOrder: ['x'] },
@@ -114,12 +115,12 @@ describe('PUT /api/views/{id}/sorts', () => {
 })
 
 describe('GET /api/views/{id}/filters', () => {
-  it("shows the view's filters with 1-based ids and canonical operators", async () => {
+  it("shows the view's filters with 1-based ids and operators as they were sent", async () => {
     const res = await w.alice.get(`/api/views/${viewId}/filters`)
     expect(res.status).toBe(200)
     expect(res.body).toEqual({
       filters: [
-        { id: 1, columnName: 'Age', operator: 'greaterThan', value: 65, logicalOperator: 'AND' },
+        { id: 1, columnName: 'Age', operator: 'gt', value: 65, logicalOperator: 'AND' },
         {
           id: 2,
           columnName: 'Sex',
@@ -138,7 +139,7 @@ describe('GET /api/views/{id}/filters', () => {
 })
 
 describe('PUT /api/views/{id}/filters', () => {
-  it('replaces the filters (aliases stored canonical) and round-trips', async () => {
+  it('replaces the filters (aliases kept as sent) and round-trips', async () => {
     const res = await w.alice.put(`/api/views/${viewId}/filters`, {
       filters: [
         { columnName: 'Age', operator: 'lte', value: 18 },
@@ -148,14 +149,14 @@ describe('PUT /api/views/{id}/filters', () => {
     expect(res.status).toBe(200)
     const expected = {
       filters: [
-        { id: 1, columnName: 'Age', operator: 'lessThanOrEqual', value: 18, logicalOperator: 'AND' },
+        { id: 1, columnName: 'Age', operator: 'lte', value: 18, logicalOperator: 'AND' },
         { id: 2, columnName: 'Email', operator: 'isEmpty', value: null, logicalOperator: 'OR' },
       ],
     }
     expect(res.body).toEqual(expected)
     expect((await w.alice.get(`/api/views/${viewId}/filters`)).body).toEqual(expected)
     expect((await w.alice.get(`/api/views/${viewId}`)).body.filters).toEqual([
-      { columnTitle: 'Age', operator: 'lessThanOrEqual', value: 18 },
+      { columnTitle: 'Age', operator: 'lte', value: 18 },
       { columnTitle: 'Email', operator: 'isEmpty', logicalOperator: 'OR' },
     ])
     expect((await viewChanges(w.t, 'tenant-a', viewId)).at(-1)?.changes).toHaveProperty('filters')

@@ -36,7 +36,7 @@ describe('POST /api/views', () => {
     })
   })
 
-  it('stores the reference fields, keeps extra config keys and stores operator aliases canonical', async () => {
+  it('stores the reference fields, keeps extra config keys and operator aliases as sent', async () => {
     const view = await createView(w.alice, w.panelId, {
       description: 'Elderly',
       config: { columns: ['Name', 'Age'], density: 'compact' },
@@ -50,7 +50,8 @@ describe('POST /api/views', () => {
       aggregations: [{ columnTitle: 'Age', function: 'average', alias: 'Mean age' }],
     })
     expect(view.config).toEqual({ columns: ['Name', 'Age'], groupBy: [], layout: 'table', density: 'compact' })
-    expect(view.filters[0]).toEqual({ columnTitle: 'Age', operator: 'greaterThanOrEqual', value: 65, logicalOperator: 'AND' })
+    // Since issue 10 filters answer the spelling the request used (the web client's gte stays gte).
+    expect(view.filters[0]).toEqual({ columnTitle: 'Age', operator: 'gte', value: 65, logicalOperator: 'AND' })
     expect(view.filters[1].conditions).toEqual([{ columnTitle: 'Name', operator: 'isNotNull' }])
     expect(view.sorting[0]).toEqual({ columnTitle: 'Age', direction: 'desc', priority: 1, nullsFirst: true, customOrder: ['a'] })
     expect(view.columnVisibility).toEqual({ Notes: false })
@@ -227,7 +228,7 @@ describe('PUT /api/views/{id}', () => {
       name: 'My view',
       description: 'new',
       config: { columns: ['Age'], groupBy: ['Sex'], layout: 'cards', density: 'x' },
-      filters: [{ columnTitle: 'Age', operator: 'lessThan', value: 18 }],
+      filters: [{ columnTitle: 'Age', operator: 'lt', value: 18 }],
       createdAt: '2026-01-01T12:00:00.000Z',
       updatedAt: '2026-01-01T12:00:05.000Z',
     })
