@@ -10,21 +10,25 @@ export interface MappedRow {
   /** 1-based data row (header excluded). */
   n: number
   data: Row
-  /** With uniqueFields: the record key made of their values. */
-  key?: string
-  /** `MRN = 42, Site = B`: the unique values, for messages. */
-  label?: string
 }
 
 export const isBlank = (v: unknown) =>
   v === null || v === undefined || (typeof v === 'string' && v.trim() === '') || (Array.isArray(v) && v.length === 0)
 
-const keyText = (v: unknown) => (typeof v === 'string' ? v.trim() : typeof v === 'object' ? JSON.stringify(v) : String(v))
+/**
+ * Why a unique value cannot identify a row, or null when it can: missing (absent or null) and
+ * blank (`""`, only spaces, an empty list) are told apart, as they are different values.
+ */
+function unidentifying(field: string, value: unknown): string | null {
+  if (value === null || value === undefined) return `${field} is missing; it identifies the row (uniqueFields)`
+  if (!isBlank(value)) return null
+  return `${field} is blank (${JSON.stringify(value)}); a blank value cannot identify the row (uniqueFields)`
+}
 
 /**
  * Applies the mapping to each row: reads each source field, runs its transformation (a formula over
  * `{value}`, with the whole source row as the record its source paths read), checks
- * `requiredFields` and derives the unique key. A row with a problem is reported in `errors` (one
+ * `requiredFields` and that every `uniqueFields` value can identify the row. A row with a problem is reported in `errors` (one
  * entry per field) and left out.
  */
 export async function mapRows(
@@ -59,15 +63,11 @@ export async function mapRows(
     for (const f of prepared.required) {
       if (f in data && isBlank(data[f])) errors.push({ row: n, field: f, message: `${f} is required` })
     }
-    let key: string | undefined
-    let label: string | undefined
-    if (prepared.unique.length > 0) {
-      const blank = prepared.unique.filter((f) => f in data && isBlank(data[f]) && !prepared.required.includes(f))
-      for (const f of blank) errors.push({ row: n, field: f, message: `${f} is empty; it identifies the row (uniqueFields)` })
-      key = JSON.stringify(prepared.unique.map((f) => keyText(data[f])))
-      label = prepared.unique.map((f) => `${f} = ${keyText(data[f])}`).join(', ')
+    for (const f of prepared.unique) {
+      const problem = f in data && !prepared.required.includes(f) ? unidentifying(f, data[f]) : null
+      if (problem) errors.push({ row: n, field: f, message: problem })
     }
-    if (errors.length === before) out.push({ n, data, key, label })
+    if (errors.length === before) out.push({ n, data })
   })
   return out
 }

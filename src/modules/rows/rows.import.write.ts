@@ -5,8 +5,8 @@ import { isoNow } from '../../lib/clock.ts'
 import { contentHashes, insertRowStatements } from '../datasources/datasources.records.ts'
 
 /**
- * The writes of an import (DATA-ENGINE: import): the panel's one `import` data source, lookups of
- * existing import records by key, and statements for one `db.batch`, so an import commits whole.
+ * The writes of an import (DATA-ENGINE: import): the panel's one `import` data source, keys for new
+ * import records, and statements for one `db.batch`, so an import commits whole.
  */
 
 type Db = Deps['db']
@@ -62,22 +62,6 @@ export async function findImportSource(db: Db, tenantId: string, panelId: number
   return row ? { id: Number(row.id), generation: Number(row.generation) } : undefined
 }
 
-/** Existing import records by key: id and data. */
-export async function existingByKey(
-  db: Db,
-  source: ImportSource,
-  keys: string[],
-): Promise<Map<string, { id: number; data: Record<string, unknown> }>> {
-  const found = new Map<string, { id: number; data: Record<string, unknown> }>()
-  for (let i = 0; i < keys.length; i += KEYS_PER_LOOKUP) {
-    const rows = await db.all<{ id: number; key: string; data: string }>(sql`
-      SELECT r.id, r.key, r.data FROM json_each(${JSON.stringify(keys.slice(i, i + KEYS_PER_LOOKUP))}) j
-      CROSS JOIN records r ON r.data_source_id = ${source.id} AND r.generation = ${source.generation} AND r.key = j.value`)
-    for (const r of rows) found.set(r.key, { id: Number(r.id), data: JSON.parse(r.data) })
-  }
-  return found
-}
-
 /** Ids of import records by key. */
 export async function idsByKey(db: Db, source: ImportSource, keys: string[]): Promise<number[]> {
   const ids: number[] = []
@@ -91,20 +75,29 @@ export async function idsByKey(db: Db, source: ImportSource, keys: string[]): Pr
 }
 
 /**
- * Keys for rows without uniqueFields: the SHA-256 of the content, `#2`, `#3`, … when that key is
- * taken (by a stored record or an earlier row), so every row is a new record.
+ * Keys for rows without uniqueFields: the SHA-256 of the content, made free by freeKeys, so every
+ * row is a new record.
  */
 export async function contentKeys(
   deps: Pick<Deps, 'db' | 'sha256Hex'>,
   source: ImportSource,
   rows: { data: Record<string, unknown> }[],
 ): Promise<string[]> {
-  const { db, sha256Hex } = deps
   const hashes = await contentHashes(
     rows.map((r) => JSON.stringify(r.data)),
-    sha256Hex,
+    deps.sha256Hex,
   )
-  const distinct = [...new Set(hashes)]
+  return freeKeys(deps.db, source, hashes)
+}
+
+/**
+ * Record keys for new import records: each base key as it is, or with `#2`, `#3`, … when a stored
+ * record or an earlier key of the list holds it. (Rows with uniqueFields are matched by their
+ * cells, not their key, so a key taken by an older record — a value imported under another column
+ * type, say — must not make the insert a silent no-op.)
+ */
+export async function freeKeys(db: Db, source: ImportSource, bases: string[]): Promise<string[]> {
+  const distinct = [...new Set(bases)]
   const taken = new Set<string>()
   for (let i = 0; i < distinct.length; i += KEYS_PER_LOOKUP) {
     const rows = await db.all<{ key: string }>(sql`
@@ -113,9 +106,9 @@ export async function contentKeys(
         AND r.key >= j.value AND r.key < j.value || '$'`)
     for (const r of rows) taken.add(r.key)
   }
-  return hashes.map((hash) => {
-    let key = hash
-    for (let n = 2; taken.has(key); n++) key = `${hash}#${n}`
+  return bases.map((base) => {
+    let key = base
+    for (let n = 2; taken.has(key); n++) key = `${base}#${n}`
     taken.add(key)
     return key
   })

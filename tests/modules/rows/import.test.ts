@@ -128,7 +128,7 @@ describe('POST /api/panels/{panelId}/import (rejections)', () => {
     expect(byRow).toEqual([
       [2, 'MRN', 'MRN is required'],
       [3, 'Ratio', expect.stringMatching(/^transformation failed \(VALUE\): /)],
-      [4, 'MRN', 'duplicate of row 1 (MRN = 1)'],
+      [4, 'MRN', 'duplicate of row 1 (MRN = "1")'],
       [5, 'Score', expect.stringMatching(/^Score .*10/)],
       [6, 'Ratio', 'transformation failed (DIV_ZERO): division by zero'],
     ])
