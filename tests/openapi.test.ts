@@ -118,6 +118,29 @@ describe('GET /openapi.json', () => {
     })
   })
 
+  it("documents the upstream nested paths as deprecated aliases with the flat routes' request and answers", () => {
+    const aliases = [
+      ['POST /api/panels/{panelId}/datasources/{id}/sync', 'POST /api/datasources/{id}/sync'],
+      ['PUT /api/panels/{panelId}/datasources/{id}', 'PUT /api/datasources/{id}'],
+      ['DELETE /api/panels/{panelId}/datasources/{id}', 'DELETE /api/datasources/{id}'],
+      ['PUT /api/panels/{panelId}/columns/{id}', 'PUT /api/columns/{id}'],
+      ['DELETE /api/panels/{panelId}/columns/{id}', 'DELETE /api/columns/{id}'],
+    ]
+    const byKey = new Map(operations(doc))
+    for (const [alias, flat] of aliases) {
+      const [nested, original] = [byKey.get(alias) as any, byKey.get(flat) as any]
+      expect(nested?.deprecated, alias).toBe(true)
+      expect(original.deprecated, flat).toBeUndefined()
+      // Paths in descriptions are relative to the /api mount, like the other descriptions.
+      expect(nested.description, alias).toContain(`Deprecated alias of \`${flat.replace(' /api/', ' /')}\``)
+      expect(nested.responses, alias).toEqual(original.responses)
+      expect(nested.requestBody, alias).toEqual(original.requestBody)
+      const params = (op: any, where: string) => op.parameters.filter((p: any) => p.in === where).map((p: any) => p.name)
+      expect(params(nested, 'path'), alias).toEqual(['panelId', 'id'])
+      expect(params(nested, 'query'), alias).toEqual(params(original, 'query'))
+    }
+  })
+
   it('documents /health without security', () => {
     const health = doc.paths['/health'].get
     expect(health.tags).toEqual(['Health'])

@@ -7,9 +7,11 @@ const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 export const MAX_JSON_BODY = 1024 * 1024
 
 /**
- * JSON bodies of /api writes (CONTRACT: General): over 1 MiB → 413, a non-JSON media type → 415,
- * malformed JSON → 400 INVALID_JSON, an empty body → `{}`. The checked text is left in Hono's body
- * cache for the route's validator. Reads (GET, HEAD, OPTIONS) return undefined: nothing to wait for.
+ * JSON bodies of /api writes (CONTRACT: General): over 1 MiB → 413, a body of a non-JSON media type
+ * → 415, malformed JSON → 400 INVALID_JSON. The checked text is left in Hono's body cache for the
+ * route's validator. An empty body is no body, whatever its Content-Type says: an optional body
+ * reads as `{}`, a required one fails validation naming its fields (400), never a 415.
+ * Reads (GET, HEAD, OPTIONS) return undefined: nothing to wait for.
  */
 export function readJsonBody(c: AppContext): Promise<void> | undefined {
   if (!WRITE_METHODS.has(c.req.method)) return undefined
@@ -32,7 +34,7 @@ async function checkJsonBody(c: AppContext) {
   const contentType = c.req.header('content-type')
   const mediaType = contentType?.split(';')[0].trim() ?? ''
   if (raw.trim() === '') {
-    c.req.bodyCache.text = Promise.resolve('{}') as never
+    c.req.raw = withoutBody(c.req.raw)
     return
   }
   if (!JSON_TYPE.test(mediaType)) {
@@ -44,4 +46,18 @@ async function checkJsonBody(c: AppContext) {
     throw new AppError('INVALID_JSON', 'The request body is not valid JSON')
   }
   c.req.bodyCache.text = Promise.resolve(raw) as never
+}
+
+/**
+ * The request as if it had come without a body. The routes' media-type gate (@hono/zod-openapi)
+ * answers 415 for any Content-Type a route does not declare and, with none, for a body it still
+ * finds on the request (a Node request always carries a stream, empty or not, and the text read
+ * above stays visible to it), so an empty body must leave neither behind.
+ */
+function withoutBody(req: Request): Request {
+  const headers = new Headers(req.headers)
+  headers.delete('content-type')
+  headers.delete('content-length')
+  headers.delete('transfer-encoding')
+  return new Request(req.url, { method: req.method, headers, signal: req.signal })
 }

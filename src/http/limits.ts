@@ -3,7 +3,8 @@ import { setResponseHeader } from './response-headers.ts'
 
 /** Which rate-limit bucket a path counts against (CONTRACT: production rules). */
 function category(method: string, path: string): 'panels' | 'syncs' | 'views' {
-  if (method === 'POST' && /^\/api\/datasources\/\d+\/sync/.test(path)) return 'syncs'
+  // The flat sync route and its nested alias (/api/panels/{panelId}/datasources/{id}/sync) share one limit.
+  if (method === 'POST' && /^\/api\/(panels\/\d+\/)?datasources\/\d+\/sync/.test(path)) return 'syncs'
   if (path.startsWith('/api/views')) return 'views'
   return 'panels'
 }

@@ -1,13 +1,30 @@
 import type { AppContext } from './context.ts'
 import { setResponseHeader } from './response-headers.ts'
 
-/** `X-Total-Count` and an RFC 8288 `Link` header (first, prev, next, last) for a paged list. */
-export function paginationHeaders(c: AppContext, p: { total: number; page: number; limit: number }) {
-  const pages = Math.max(1, Math.ceil(p.total / p.limit))
+/**
+ * What a list answered: `total` matching items, and the page of them when one was asked for. With
+ * no `limit` the answer is the whole list as its one and only page.
+ */
+export interface ListedPage {
+  total: number
+  page: number
+  limit?: number
+}
+
+/**
+ * `X-Total-Count` and an RFC 8288 `Link` header (first, prev, next, last) for a list. A paged list
+ * links its pages by `page` and `limit`; an unpaged one (the whole list as one page) has only
+ * first and last, both the request itself, since a `limit` of the total could exceed the cap.
+ */
+export function paginationHeaders(c: AppContext, p: ListedPage) {
   const url = new URL(c.req.url)
+  const limit = p.limit
+  const pages = limit === undefined ? 1 : Math.max(1, Math.ceil(p.total / limit))
   const at = (page: number) => {
-    url.searchParams.set('page', String(page))
-    url.searchParams.set('limit', String(p.limit))
+    if (limit !== undefined) {
+      url.searchParams.set('page', String(page))
+      url.searchParams.set('limit', String(limit))
+    }
     return `<${url.pathname}${url.search}>`
   }
   const links = [`${at(1)}; rel="first"`]

@@ -1,4 +1,4 @@
-import { OpenAPIHono, z } from '@hono/zod-openapi'
+import { createRoute, OpenAPIHono, type RouteConfig, z } from '@hono/zod-openapi'
 import type { AppEnv } from './context.ts'
 import { defaultHook } from './errors.ts'
 
@@ -47,6 +47,29 @@ const positiveId = (name: string) =>
 
 export const IdParam = z.object({ id: positiveId('id') })
 export const PanelIdParam = z.object({ panelId: positiveId('panelId') })
+/** `{panelId}` and `{id}`: an item addressed under its panel (the nested aliases below). */
+export const PanelItemParams = PanelIdParam.extend(IdParam.shape)
+
+/**
+ * The deprecated nested form `/panels/{panelId}<path>` of a flat item route, which the upstream
+ * backend served and its API collection still calls (docs/decisions.md, "Nested aliases"): the
+ * same request, answers and security, plus `panelId` in the path. Register it with the flat
+ * route's handler; the service answers 404 when the item is not of that panel.
+ */
+export function nestedUnderPanel<P extends string, R extends Omit<RouteConfig, 'path' | 'middleware'> & { path: P }>(route: R) {
+  const flat = `${route.method.toUpperCase()} ${route.path}`
+  const nested = {
+    ...route,
+    path: `/panels/{panelId}${route.path}` as `/panels/{panelId}${P}`,
+    deprecated: true,
+    summary: `${route.summary} (deprecated alias of ${flat})`,
+    description:
+      `Deprecated alias of \`${flat}\`, kept for the upstream API's clients: same body, query, checks and answers. ` +
+      `The item must belong to panel \`panelId\`, else 404. ${route.description ?? ''}`.trim(),
+    request: { ...route.request, params: PanelItemParams },
+  }
+  return createRoute(nested as Omit<R, 'path' | 'request'> & Pick<typeof nested, 'path' | 'request'>)
+}
 
 export const TenantId = z.string().min(1).max(255).openapi({ example: 'tenant-123' })
 export const UserId = z.string().min(1).max(255).openapi({ example: 'user-456' })

@@ -1,7 +1,18 @@
-import { createRoute } from '@hono/zod-openapi'
-import { ctxOf } from '../../http/auth.ts'
+import { createRoute, type z } from '@hono/zod-openapi'
+import type { Context } from 'hono'
+import { ctxOf, type TenantClaim } from '../../http/auth.ts'
+import type { AppEnv } from '../../http/context.ts'
 import { sendJson } from '../../http/response-headers.ts'
-import { bearer, conflictResponse, createRouter, errorResponses, IdParam, PanelIdParam, TenantQuery } from '../../http/router.ts'
+import {
+  bearer,
+  conflictResponse,
+  createRouter,
+  errorResponses,
+  IdParam,
+  nestedUnderPanel,
+  PanelIdParam,
+  TenantQuery,
+} from '../../http/router.ts'
 import {
   Column,
   ColumnList,
@@ -9,6 +20,7 @@ import {
   CreateCalculatedColumnBody,
   DeleteColumnBody,
   UpdateColumnBody,
+  type UpdateColumnInput,
   UpdateColumnQuery,
 } from './columns.schemas.ts'
 import { createBaseColumn, createCalculatedColumn, deleteColumn, listColumns, updateColumn } from './columns.service.ts'
@@ -74,6 +86,22 @@ const deleteRoute = createRoute({
   responses: { 204: { description: 'Deleted' }, ...errorResponses, ...conflictResponse },
 })
 
+/** What the flat routes and their nested aliases validate: `panelId` only on the alias. */
+type ItemInput<Query, Json> = { out: { param: { id: number; panelId?: number }; query: Query; json: Json } }
+type ItemContext<Query, Json> = Context<AppEnv, string, ItemInput<Query, Json>>
+
+const update = async (c: ItemContext<z.infer<typeof UpdateColumnQuery>, UpdateColumnInput>) => {
+  const [{ id, panelId }, query, input] = [c.req.valid('param'), c.req.valid('query'), c.req.valid('json')]
+  const column = await updateColumn(ctxOf(c, query, input), id, input, { cascade: query.cascade, panelId })
+  return sendJson(c, column, 200)
+}
+
+const remove = async (c: ItemContext<TenantClaim, TenantClaim>) => {
+  const { id, panelId } = c.req.valid('param')
+  await deleteColumn(ctxOf(c, c.req.valid('query'), c.req.valid('json')), id, { panelId })
+  return c.body(null, 204)
+}
+
 export const columnsRouter = createRouter()
   .openapi(listRoute, async (c) => {
     const columns = await listColumns(ctxOf(c, c.req.valid('query')), c.req.valid('param').panelId)
@@ -87,12 +115,7 @@ export const columnsRouter = createRouter()
     const input = c.req.valid('json')
     return sendJson(c, await createCalculatedColumn(ctxOf(c, input), c.req.valid('param').panelId, input), 201)
   })
-  .openapi(updateRoute, async (c) => {
-    const [query, input] = [c.req.valid('query'), c.req.valid('json')]
-    const column = await updateColumn(ctxOf(c, query, input), c.req.valid('param').id, input, { cascade: query.cascade })
-    return sendJson(c, column, 200)
-  })
-  .openapi(deleteRoute, async (c) => {
-    await deleteColumn(ctxOf(c, c.req.valid('query'), c.req.valid('json')), c.req.valid('param').id)
-    return c.body(null, 204)
-  })
+  .openapi(updateRoute, update)
+  .openapi(nestedUnderPanel(updateRoute), update)
+  .openapi(deleteRoute, remove)
+  .openapi(nestedUnderPanel(deleteRoute), remove)

@@ -115,6 +115,11 @@ export async function createCalculatedColumn(
   })
 }
 
+/** Where the caller addressed a column: `panelId` when it came through a nested alias route. */
+export interface ColumnAddress {
+  panelId?: number
+}
+
 /**
  * Updates either kind of column (CONTRACT: Columns; FORMULAS.md "Dependencies and cycles"). A new
  * formula or dependencies list is checked as on create, cycles included. Renaming a column that
@@ -126,9 +131,9 @@ export async function updateColumn(
   ctx: ServiceContext,
   id: number,
   input: UpdateColumnInput,
-  options: { cascade?: boolean } = {},
+  options: { cascade?: boolean } & ColumnAddress = {},
 ): Promise<ColumnDto> {
-  const before = await requireColumn(ctx, id)
+  const before = await requireColumn(ctx, id, options)
   assertFieldsOfKind(before, input)
   let others = (await panelColumns(ctx, before.panelId)).filter((c) => c.id !== id)
   const patch: Partial<ColumnRow> = {}
@@ -209,8 +214,8 @@ export async function updateColumn(
  * Deletes a column; refused with 409 (listing them) while calculated columns reference it. Owners
  * of views that show it are told the change is breaking (COLUMN_CHANGED, breaking).
  */
-export async function deleteColumn(ctx: ServiceContext, id: number): Promise<void> {
-  const row = await requireColumn(ctx, id)
+export async function deleteColumn(ctx: ServiceContext, id: number, at: ColumnAddress = {}): Promise<void> {
+  const row = await requireColumn(ctx, id, at)
   const found = dependantsOf(await panelColumns(ctx, row.panelId), row.name).filter((c) => c.id !== id)
   if (found.length > 0) throw dependantsConflict(row.name, found, 'change or delete them first')
   const removed: FieldChanges = {}
@@ -242,9 +247,17 @@ const panelColumns = (ctx: ServiceContext, panelId: number): Promise<ColumnRow[]
     .where(and(eq(columns.tenantId, ctx.scope.tenantId), eq(columns.panelId, panelId)))
     .orderBy(asc(columns.id))
 
-/** The column if it is the tenant's and its panel is live and the caller's; else a 404 naming the column. */
-async function requireColumn(ctx: ServiceContext, id: number): Promise<ColumnRow> {
-  const [row] = await ctx.db.select().from(columns).where(ownColumn(ctx, id)).limit(1)
+/**
+ * The column if it is the tenant's and its panel is live and the caller's (and is the `panelId` it
+ * was addressed under, when it came through a nested alias route); else a 404 naming the column.
+ */
+async function requireColumn(ctx: ServiceContext, id: number, at: ColumnAddress): Promise<ColumnRow> {
+  const ofPanel = at.panelId === undefined ? undefined : eq(columns.panelId, at.panelId)
+  const [row] = await ctx.db
+    .select()
+    .from(columns)
+    .where(and(ownColumn(ctx, id), ofPanel))
+    .limit(1)
   if (!row) throw notFound('Column', id, ctx.scope.tenantId)
   try {
     await requirePanel(ctx, row.panelId)

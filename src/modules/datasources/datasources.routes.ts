@@ -1,7 +1,18 @@
 import { createRoute, z } from '@hono/zod-openapi'
-import { ctxOf } from '../../http/auth.ts'
+import type { Context } from 'hono'
+import { ctxOf, type TenantClaim } from '../../http/auth.ts'
+import type { AppEnv } from '../../http/context.ts'
 import { sendJson } from '../../http/response-headers.ts'
-import { bearer, conflictResponse, createRouter, errorResponses, IdParam, PanelIdParam, TenantQuery } from '../../http/router.ts'
+import {
+  bearer,
+  conflictResponse,
+  createRouter,
+  errorResponses,
+  IdParam,
+  nestedUnderPanel,
+  PanelIdParam,
+  TenantQuery,
+} from '../../http/router.ts'
 import {
   CreateDataSourceBody,
   DataSource,
@@ -13,6 +24,7 @@ import {
   SyncRunsQuery,
   TenantOnlyBody,
   UpdateDataSourceBody,
+  type UpdateDataSourceInput,
 } from './datasources.schemas.ts'
 import {
   cancelSync,
@@ -158,6 +170,27 @@ const uploadRoute = createRoute({
   },
 })
 
+/** What the flat routes and their nested aliases validate: `panelId` only on the alias. */
+type ItemInput<Query, Json> = { out: { param: { id: number; panelId?: number }; query: Query; json: Json } }
+type ItemContext<Query, Json = TenantClaim> = Context<AppEnv, string, ItemInput<Query, Json>>
+
+const updateSource = async (c: ItemContext<TenantClaim, UpdateDataSourceInput>) => {
+  const [{ id, panelId }, body] = [c.req.valid('param'), c.req.valid('json')]
+  return sendJson(c, await updateDataSource(ctxOf(c, c.req.valid('query'), body), id, body, { panelId }), 200)
+}
+
+const deleteSource = async (c: ItemContext<TenantClaim>) => {
+  const { id, panelId } = c.req.valid('param')
+  await deleteDataSource(ctxOf(c, c.req.valid('query'), c.req.valid('json')), id, { panelId })
+  return c.body(null, 204)
+}
+
+const syncSource = async (c: ItemContext<z.infer<typeof SyncQuery>>) => {
+  const [{ id, panelId }, query] = [c.req.valid('param'), c.req.valid('query')]
+  const outcome = await syncDataSource(ctxOf(c, query, c.req.valid('json')), id, { background: query.async, panelId })
+  return outcome.background ? sendJson(c, outcome.run, 202) : sendJson(c, outcome.result, 200)
+}
+
 export const datasourcesRouter = createRouter()
   .openapi(listRoute, async (c) => {
     return sendJson(c, await listDataSources(ctxOf(c, c.req.valid('query')), c.req.valid('param').panelId), 200)
@@ -166,21 +199,12 @@ export const datasourcesRouter = createRouter()
     const body = c.req.valid('json')
     return sendJson(c, await createDataSource(ctxOf(c, c.req.valid('query'), body), c.req.valid('param').panelId, body), 201)
   })
-  .openapi(updateRoute, async (c) => {
-    const body = c.req.valid('json')
-    return sendJson(c, await updateDataSource(ctxOf(c, c.req.valid('query'), body), c.req.valid('param').id, body), 200)
-  })
-  .openapi(deleteRoute, async (c) => {
-    await deleteDataSource(ctxOf(c, c.req.valid('query'), c.req.valid('json')), c.req.valid('param').id)
-    return c.body(null, 204)
-  })
-  .openapi(syncRoute, async (c) => {
-    const query = c.req.valid('query')
-    const outcome = await syncDataSource(ctxOf(c, query, c.req.valid('json')), c.req.valid('param').id, {
-      background: query.async,
-    })
-    return outcome.background ? sendJson(c, outcome.run, 202) : sendJson(c, outcome.result, 200)
-  })
+  .openapi(updateRoute, updateSource)
+  .openapi(nestedUnderPanel(updateRoute), updateSource)
+  .openapi(deleteRoute, deleteSource)
+  .openapi(nestedUnderPanel(deleteRoute), deleteSource)
+  .openapi(syncRoute, syncSource)
+  .openapi(nestedUnderPanel(syncRoute), syncSource)
   .openapi(cancelRoute, async (c) => {
     return sendJson(c, await cancelSync(ctxOf(c, c.req.valid('query'), c.req.valid('json')), c.req.valid('param').id), 200)
   })

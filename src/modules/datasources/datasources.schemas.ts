@@ -22,6 +22,9 @@ export const DataSource = z
     syncStatus: SyncStatus,
     errorMessage: z.string().nullable().openapi({ example: null }),
     lastSyncAt: Timestamp.nullable(),
+    lastSync: Timestamp.nullable().openapi({
+      description: 'Alias of `lastSyncAt` (the name the upstream web client reads); always the same value',
+    }),
     nextSyncAt: Timestamp.nullable().openapi({ example: null }),
     tenantId: z.string().openapi({ example: 'tenant-123' }),
     userId: z.string().openapi({ example: 'user-456' }),
@@ -97,7 +100,10 @@ export type DataSourceDto = z.infer<typeof DataSource>
 export type SyncRunDto = z.infer<typeof SyncRun>
 export type SyncResultDto = z.infer<typeof SyncResult>
 
-/** The wire shape; `config` must already be masked (`maskConfig`). */
+/**
+ * The wire shape; `config` must already be masked (`maskConfig`). `lastSync` repeats `lastSyncAt`
+ * for the upstream web client (docs/decisions.md).
+ */
 export const toDataSourceDto = (row: DataSourceRow, maskedConfig: Record<string, unknown>): DataSourceDto => ({
   id: row.id,
   panelId: row.panelId,
@@ -106,6 +112,7 @@ export const toDataSourceDto = (row: DataSourceRow, maskedConfig: Record<string,
   syncStatus: row.syncStatus,
   errorMessage: row.errorMessage ?? null,
   lastSyncAt: row.lastSyncAt ?? null,
+  lastSync: row.lastSyncAt ?? null,
   nextSyncAt: row.nextSyncAt ?? null,
   tenantId: row.tenantId,
   userId: row.userId,

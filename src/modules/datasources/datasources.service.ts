@@ -52,15 +52,27 @@ async function panelOrNotFound(ctx: ServiceContext, panelId: number, sourceId: n
   }
 }
 
+/** Where the caller addressed a source: `panelId` when it came through a nested alias route. */
+export interface SourceAddress {
+  panelId?: number
+}
+
 /**
  * The data source as the caller may reach it (CONTRACT: Ownership): it belongs to its panel's
- * owner, so another tenant's or user's source, or one under a deleted panel, is a 404.
+ * owner, so another tenant's or user's source, or one under a deleted panel, is a 404 — and so is
+ * one of another panel than the `panelId` it was addressed under.
  */
-export async function requireDataSource(ctx: ServiceContext, id: number): Promise<DataSourceRow> {
+export async function requireDataSource(ctx: ServiceContext, id: number, at: SourceAddress = {}): Promise<DataSourceRow> {
   const [row] = await ctx.db
     .select()
     .from(dataSources)
-    .where(and(eq(dataSources.id, id), eq(dataSources.tenantId, ctx.scope.tenantId)))
+    .where(
+      and(
+        eq(dataSources.id, id),
+        eq(dataSources.tenantId, ctx.scope.tenantId),
+        at.panelId === undefined ? undefined : eq(dataSources.panelId, at.panelId),
+      ),
+    )
     .limit(1)
   if (!row) throw notFound('Data source', id, ctx.scope.tenantId)
   await panelOrNotFound(ctx, row.panelId, id)
@@ -123,8 +135,13 @@ export async function createDataSource(
  * Updates type and/or config. The config is replaced as a whole; "<SECRET>" keeps the stored
  * secret. Records the diff (secrets masked) and warns the owners of the panel's views.
  */
-export async function updateDataSource(ctx: ServiceContext, id: number, input: UpdateDataSourceInput): Promise<DataSourceDto> {
-  const before = await requireDataSource(ctx, id)
+export async function updateDataSource(
+  ctx: ServiceContext,
+  id: number,
+  input: UpdateDataSourceInput,
+  at: SourceAddress = {},
+): Promise<DataSourceDto> {
+  const before = await requireDataSource(ctx, id, at)
   const type = input.type ?? before.type
   const config = input.config === undefined ? before.config : await sealConfig(ctx.secrets, input.config, before.config)
   if (input.type !== undefined || input.config !== undefined) {
@@ -163,8 +180,8 @@ export async function updateDataSource(ctx: ServiceContext, id: number, input: U
 }
 
 /** Deletes the source, its records and sync runs, and unlinks columns that read from it (one batch). */
-export async function deleteDataSource(ctx: ServiceContext, id: number): Promise<void> {
-  const before = await requireDataSource(ctx, id)
+export async function deleteDataSource(ctx: ServiceContext, id: number, at: SourceAddress = {}): Promise<void> {
+  const before = await requireDataSource(ctx, id, at)
   const tenant = ctx.scope.tenantId
   await ctx.db.batch([
     ctx.db
@@ -199,9 +216,9 @@ const toSyncResult = async (ctx: ServiceContext, o: SyncOutcome): Promise<SyncRe
 export async function syncDataSource(
   ctx: ServiceContext,
   id: number,
-  options: { background?: boolean } = {},
+  options: { background?: boolean } & SourceAddress = {},
 ): Promise<{ background: false; result: SyncResultDto } | { background: true; run: SyncRunDto }> {
-  const source = await requireDataSource(ctx, id)
+  const source = await requireDataSource(ctx, id, options)
   refusePull(source)
   if (options.background) return { background: true, run: toSyncRunDto(await runSyncInBackground(ctx, source, 'manual')) }
   return { background: false, result: await toSyncResult(ctx, await runSync(ctx, source, 'manual')) }

@@ -230,7 +230,8 @@ const keyText = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v))
 /**
  * `sync.started` opens a snapshot run (a new generation, a long lease; an open snapshot is
  * abandoned first), `sync.completed` switches to it (records it lacks disappear), `sync.failed`
- * ends it in error and keeps the previous generation.
+ * ends it in error and keeps the previous generation. A `sync.failed` without an open snapshot
+ * is a sender that could not even start its export: recorded as a failed run (`failedStart`).
  */
 async function applySyncEvent(ctx: ServiceContext, sourceId: number, event: WebhookEvent) {
   const kind = event.event as WebhookEventKind
@@ -243,6 +244,8 @@ async function applySyncEvent(ctx: ServiceContext, sourceId: number, event: Webh
       source = await freshSource(ctx, sourceId)
     }
     await beginSync(ctx, source, 'webhook', SNAPSHOT_LEASE_MS)
+  } else if (!snapshot && kind === 'sync.failed') {
+    return failedStart(ctx, source, event)
   } else if (!snapshot) {
     throw conflict(`${kind} arrived without an open snapshot: send sync.started first`)
   } else if (kind === 'sync.completed') {
@@ -269,6 +272,39 @@ async function applySyncEvent(ctx: ServiceContext, sourceId: number, event: Webh
     )
   }
   await ctx.db.batch(ids as unknown as Parameters<typeof ctx.db.batch>[0])
+}
+
+/**
+ * A failure the sender reports before any snapshot opened, in one batch with the event id: a
+ * failed webhook run (no generation of its own, nothing read), the source in `error` with the
+ * sender's message, and the SYNC change. Records and `lastSyncAt` stay as they were, as after a
+ * failed pull.
+ */
+async function failedStart(ctx: ServiceContext, source: DataSourceRow, event: WebhookEvent) {
+  const message = event.message ?? 'The sender reported a failed synchronisation'
+  const now = isoNow(ctx.clock)
+  await ctx.db.batch([
+    ctx.db.insert(syncRuns).values({
+      tenantId: source.tenantId,
+      dataSourceId: source.id,
+      status: 'error',
+      trigger: 'webhook',
+      generation: source.currentGeneration,
+      startedAt: now,
+      finishedAt: now,
+      durationMs: 0,
+      error: message,
+    }),
+    ctx.db.update(dataSources).set({ syncStatus: 'error', errorMessage: message }).where(eq(dataSources.id, source.id)),
+    changeInsert(ctx, {
+      panelId: source.panelId,
+      entityType: 'DataSource',
+      entityId: source.id,
+      action: 'SYNC',
+      changes: { syncStatus: { oldValue: source.syncStatus, newValue: 'error' }, errorMessage: { newValue: message } },
+    }),
+    ...eventIdStatements(ctx, source, [event]).map((s) => ctx.db.run(s)),
+  ] as unknown as Parameters<typeof ctx.db.batch>[0])
 }
 
 const ended = (source: DataSourceRow, run: SyncRunRow) => ({

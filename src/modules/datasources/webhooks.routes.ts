@@ -36,7 +36,7 @@ const receiveRoute = createRoute({
   tags: ['Webhooks'],
   summary: 'Deliver events to a webhook data source',
   description:
-    'No bearer token: when the source has `verifySignature`, the header named by `signatureHeader` (default `X-Signature-256`) must carry `sha256=<hex>` (or bare hex) of the HMAC-SHA256 of the raw body with the source `secret`. The body is one event or, with `batchEvents`, an array of events (at most 1 MiB). `data.created`/`data.updated` upsert records by `keyField`, `data.deleted` deletes by key, `sync.started` … `sync.completed` deliver a full snapshot that replaces the records at once, `sync.failed` ends it keeping the previous records. Events of kinds not listed in `events` are acknowledged and ignored.',
+    'No bearer token: when the source has `verifySignature`, the header named by `signatureHeader` (default `X-Signature-256`) must carry `sha256=<hex>` (or bare hex) of the HMAC-SHA256 of the raw body with the source `secret`. The body is one event or, with `batchEvents`, an array of events (at most 1 MiB). `data.created`/`data.updated` upsert records by `keyField`, `data.deleted` deletes by key, `sync.started` … `sync.completed` deliver a full snapshot that replaces the records at once, `sync.failed` ends it keeping the previous records (without an open snapshot it records a failed run and puts the source in error, records untouched). Events of kinds not listed in `events` are acknowledged and ignored.',
   request: {
     params: z.object({
       endpoint: z.string().openapi({ param: { name: 'endpoint', in: 'path' }, example: 'ehr-patients' } as never),

@@ -15,7 +15,7 @@ const listRoute = createRoute({
   tags,
   summary: 'List the panels of a tenant and user',
   description:
-    'Every panel of the owner, newest first. With `page` or `limit` the answer is one page and carries `X-Total-Count` and `Link` headers.',
+    'Every panel of the owner, newest first. With any of `page`, `limit`, `sort`, `order` or `search` the answer carries `X-Total-Count` (the number of matching panels) and `Link` headers. With `page` or `limit` it is one page (`limit` default 50) and `Link` names first, prev, next and last pages; without them it is every matching panel as one page, and `Link` names that request as first and last.',
   security: bearer,
   request: { query: ListPanelsQuery },
   responses: { 200: json(PanelList, 'Panels with their cohort rules'), ...errorResponses },

@@ -3,6 +3,7 @@ import { insertedId } from '../../db/client.ts'
 import { panels } from '../../db/schema.ts'
 import { notFound } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
+import type { ListedPage } from '../../http/pagination.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { changeInsert, createdFields, diffFields } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
@@ -48,8 +49,11 @@ export const requirePanel = getPanel
 
 export interface PanelPage {
   items: PanelDto[]
-  /** Set when the caller asked for a page (page/limit), for X-Total-Count and Link. */
-  page?: { total: number; page: number; limit: number }
+  /**
+   * Set when the caller gave any list parameter (page, limit, sort, order, search), for
+   * X-Total-Count and Link (CONTRACT: Panel lists); without page/limit it is the whole list, one page.
+   */
+  page?: ListedPage
 }
 
 /**
@@ -96,7 +100,11 @@ async function loadPanels(ctx: ServiceContext, q: ListPanelsInput): Promise<Pane
     .from(panels)
     .where(where)
     .orderBy(...orderBy)
-  if (!paged) return { items: (await query).map(toPanelDto) }
+  if (!paged) {
+    const items = (await query).map(toPanelDto)
+    const listed = q.sort !== undefined || q.order !== undefined || q.search !== undefined
+    return listed ? { items, page: { total: items.length, page: 1 } } : { items }
+  }
   const page = q.page ?? 1
   const limit = q.limit ?? 50
   const [rows, [{ total }]] = await ctx.db.batch([

@@ -205,6 +205,70 @@ describe('POST /api/webhooks/{endpoint}', () => {
     expect(Number(all.rows[0].n)).toBe(2)
   })
 
+  it('records a sync.failed sent before any snapshot: source in error, a failed run, records kept', async () => {
+    const source = await webhookSource()
+    await deliver({ event: 'data.created', data: [{ id: 'a' }, { id: 'b' }] })
+    t.clock.advance(60_000)
+    const res = await deliver({ id: 'f1', event: 'sync.failed', error: 'EHR export could not start' })
+    expect(res).toEqual({ status: 200, body: { received: 1, applied: 1, ignored: 0, duplicates: 0 } })
+    const [listed] = (await alice.get(`/api/panels/${panelId}/datasources`)).body
+    expect(listed).toMatchObject({
+      id: source.id,
+      syncStatus: 'error',
+      errorMessage: 'The sender reported a failed synchronisation: EHR export could not start',
+      lastSyncAt: '2026-01-01T12:00:00.000Z',
+    })
+    expect(await keys(source.id)).toEqual(['a', 'b'])
+    const runs = (await alice.get(`/api/datasources/${source.id}/sync-runs`)).body
+    expect(runs.total).toBe(2)
+    expect(runs.syncRuns[0]).toMatchObject({
+      status: 'error',
+      trigger: 'webhook',
+      startedAt: '2026-01-01T12:01:00.000Z',
+      finishedAt: '2026-01-01T12:01:00.000Z',
+      rowsRead: 0,
+      rowsWritten: 0,
+      error: 'The sender reported a failed synchronisation: EHR export could not start',
+    })
+    const syncChanges = (await t.deps.db.select().from(changes).where(eq(changes.entityId, source.id))).filter(
+      (c) => c.entityType === 'DataSource' && c.action === 'SYNC',
+    )
+    expect(syncChanges.at(-1)?.changes).toEqual({
+      syncStatus: { oldValue: 'success', newValue: 'error' },
+      errorMessage: { newValue: 'The sender reported a failed synchronisation: EHR export could not start' },
+    })
+  })
+
+  it('applies a repeated sync.failed event id once, and the source recovers with the next delivery', async () => {
+    const source = await webhookSource()
+    await deliver({ event: 'data.created', data: { id: 'a' } })
+    expect((await deliver({ id: 'f1', event: 'sync.failed' })).body).toMatchObject({ applied: 1, duplicates: 0 })
+    const again = await deliver({ id: 'f1', event: 'sync.failed', message: 'told twice' })
+    expect(again).toEqual({ status: 200, body: { received: 1, applied: 0, ignored: 0, duplicates: 1 } })
+    const failed = (await runsOf(t, source.id)).filter((r) => r.status === 'error')
+    expect(failed).toHaveLength(1)
+    const [row] = await t.deps.db.select().from(dataSources).where(eq(dataSources.id, source.id))
+    expect(row).toMatchObject({ syncStatus: 'error', errorMessage: 'The sender reported a failed synchronisation' })
+    // No lease is left behind: a snapshot can start, and data brings the source back to success.
+    expect((await deliver({ id: 's1', event: 'sync.started' })).status).toBe(200)
+    await deliver({ event: 'data.created', data: { id: 'b' } })
+    expect((await deliver({ id: 's2', event: 'sync.completed' })).status).toBe(200)
+    expect(await keys(source.id)).toEqual(['b'])
+    expect((await alice.get(`/api/panels/${panelId}/datasources`)).body[0]).toMatchObject({
+      syncStatus: 'success',
+      errorMessage: null,
+    })
+  })
+
+  it('still answers 409 for sync.completed without an open snapshot', async () => {
+    const source = await webhookSource()
+    expect((await deliver({ event: 'sync.completed' })).status).toBe(409)
+    expect((await alice.get(`/api/panels/${panelId}/datasources`)).body[0]).toMatchObject({
+      id: source.id,
+      syncStatus: 'pending',
+    })
+  })
+
   it('writes records only into the owning tenant', async () => {
     const source = await webhookSource()
     await deliver({ event: 'data.created', data: { id: 'secret-patient' } })
