@@ -231,7 +231,7 @@ const keyText = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v))
  * `sync.started` opens a snapshot run (a new generation, a long lease; an open snapshot is
  * abandoned first), `sync.completed` switches to it (records it lacks disappear), `sync.failed`
  * ends it in error and keeps the previous generation. A `sync.failed` without an open snapshot
- * is a sender that could not even start its export: recorded as a failed run (`failedStart`).
+ * is a sender that could not even start its export: recorded as a run that failed at once.
  */
 async function applySyncEvent(ctx: ServiceContext, sourceId: number, event: WebhookEvent) {
   const kind = event.event as WebhookEventKind
@@ -245,7 +245,10 @@ async function applySyncEvent(ctx: ServiceContext, sourceId: number, event: Webh
     }
     await beginSync(ctx, source, 'webhook', SNAPSHOT_LEASE_MS)
   } else if (!snapshot && kind === 'sync.failed') {
-    return failedStart(ctx, source, event)
+    // A sender that could not even start its export: a run opened and failed at once, through the
+    // one sync lifecycle; records and lastSyncAt stay as they were, as after a failed pull.
+    const run = await beginSync(ctx, source, 'webhook')
+    await fail(ctx, ended(source, run), 'error', failureMessage(event), 0)
   } else if (!snapshot) {
     throw conflict(`${kind} arrived without an open snapshot: send sync.started first`)
   } else if (kind === 'sync.completed') {
@@ -263,49 +266,12 @@ async function applySyncEvent(ctx: ServiceContext, sourceId: number, event: Webh
     }
     await finish(ctx, { ...ended(source, snapshot), counts }, durationOf(ctx, snapshot), { notify: true })
   } else {
-    await fail(
-      ctx,
-      ended(source, snapshot),
-      'error',
-      event.message ?? 'The sender reported a failed synchronisation',
-      durationOf(ctx, snapshot),
-    )
+    await fail(ctx, ended(source, snapshot), 'error', failureMessage(event), durationOf(ctx, snapshot))
   }
   await ctx.db.batch(ids as unknown as Parameters<typeof ctx.db.batch>[0])
 }
 
-/**
- * A failure the sender reports before any snapshot opened, in one batch with the event id: a
- * failed webhook run (no generation of its own, nothing read), the source in `error` with the
- * sender's message, and the SYNC change. Records and `lastSyncAt` stay as they were, as after a
- * failed pull.
- */
-async function failedStart(ctx: ServiceContext, source: DataSourceRow, event: WebhookEvent) {
-  const message = event.message ?? 'The sender reported a failed synchronisation'
-  const now = isoNow(ctx.clock)
-  await ctx.db.batch([
-    ctx.db.insert(syncRuns).values({
-      tenantId: source.tenantId,
-      dataSourceId: source.id,
-      status: 'error',
-      trigger: 'webhook',
-      generation: source.currentGeneration,
-      startedAt: now,
-      finishedAt: now,
-      durationMs: 0,
-      error: message,
-    }),
-    ctx.db.update(dataSources).set({ syncStatus: 'error', errorMessage: message }).where(eq(dataSources.id, source.id)),
-    changeInsert(ctx, {
-      panelId: source.panelId,
-      entityType: 'DataSource',
-      entityId: source.id,
-      action: 'SYNC',
-      changes: { syncStatus: { oldValue: source.syncStatus, newValue: 'error' }, errorMessage: { newValue: message } },
-    }),
-    ...eventIdStatements(ctx, source, [event]).map((s) => ctx.db.run(s)),
-  ] as unknown as Parameters<typeof ctx.db.batch>[0])
-}
+const failureMessage = (event: WebhookEvent) => event.message ?? 'The sender reported a failed synchronisation'
 
 const ended = (source: DataSourceRow, run: SyncRunRow) => ({
   source,
