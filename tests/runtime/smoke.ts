@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto'
 import { sign } from 'hono/jwt'
 import { expect, it } from 'vitest'
 
@@ -176,6 +177,78 @@ export function smokeSuite(target: () => SmokeTarget) {
     expect(pdf.status).toBe(200)
     expect(pdf.headers.get('content-type')).toContain('application/pdf')
     expect(new TextDecoder().decode((await pdf.arrayBuffer()).slice(0, 5))).toBe('%PDF-')
+  })
+
+  it("keeps exact values from a webhook source through rows, nested filters and the web client's spellings", async () => {
+    const headers = await as(tenant)
+    const post = (path: string, body: unknown, method = 'POST') =>
+      call(url(path), { method, headers, body: JSON.stringify({ tenantId: tenant, userId: 'alice', ...(body as object) }) })
+    const panel = await post('/api/panels', { name: 'Exact values' })
+    const panelId = panel.body.id
+    const endpoint = `${tenant}-feed`
+    const secret = 'smoke-webhook-secret-0123456789'
+    const source = await post(`/api/panels/${panelId}/datasources`, {
+      type: 'webhook',
+      config: { endpoint, secret, events: ['data.created', 'sync.failed'], batchEvents: true },
+    })
+    expect(source.status).toBe(201)
+    expect(source.body.lastSync).toBe(source.body.lastSyncAt)
+    for (const [name, sourceField, type] of [
+      ['Phone', 'phone', 'text'],
+      ['Color', 'color', 'text'],
+      ['Score', 'score', 'number'],
+    ])
+      expect((await post(`/api/panels/${panelId}/columns/base`, { name, sourceField, type })).status).toBe(201)
+    const records = [
+      { id: 'a', phone: '', color: ['blue'], score: 0 },
+      { id: 'b', phone: '555', color: 'red', score: 3 },
+      { id: 'c', color: [] },
+    ]
+    const raw = JSON.stringify([{ event: 'data.created', data: records }])
+    const delivered = await call(url(`/api/webhooks/${endpoint}`), {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-signature-256': `sha256=${createHmac('sha256', secret).update(raw).digest('hex')}`,
+      },
+      body: raw,
+    })
+    expect(delivered.status).toBe(200)
+    const rows = await call(url(`/api/panels/${panelId}/rows?sort=Score&${q()}`), { headers })
+    expect(rows.status).toBe(200)
+    expect(rows.body.data.map((r: Record<string, unknown>) => [r.Phone, r.Color, r.Score])).toEqual([
+      ['', ['blue'], 0],
+      ['555', 'red', 3],
+      [null, [], null],
+    ])
+    const filters = encodeURIComponent(
+      JSON.stringify([
+        {
+          logicalOperator: 'or',
+          conditions: [
+            { columnTitle: 'Phone', operator: 'isEmpty' },
+            { columnTitle: 'Score', operator: 'gt', value: 2 },
+          ],
+        },
+        { columnTitle: 'Phone', operator: 'isNotNull' },
+      ]),
+    )
+    const filtered = await call(url(`/api/panels/${panelId}/rows?filters=${filters}&${q()}`), { headers })
+    expect(filtered.status).toBe(200)
+    expect(filtered.body.data.map((r: Record<string, unknown>) => r.Phone).sort()).toEqual(['', '555'])
+    const view = await post('/api/views', { name: 'Client view', panelId })
+    const put = await post(
+      `/api/views/${view.body.id}/filters`,
+      { filters: [{ columnName: 'Score', operator: 'gte', value: 0, logicalOperator: 'and' }] },
+      'PUT',
+    )
+    expect(put.status).toBe(200)
+    expect(put.body.filters[0]).toMatchObject({ operator: 'gte', logicalOperator: 'and' })
+    const removed = await call(url(`/api/views/${view.body.id}?${q()}`), {
+      method: 'DELETE',
+      headers: { authorization: headers.authorization },
+    })
+    expect(removed.status).toBe(204)
   })
 
   it('lists the changes of the session: panel created, column created, view published', async () => {
