@@ -48,7 +48,7 @@ async function main() {
     })
     const ctx: ServiceContext = {
       ...deps,
-      scope: { tenantId: 'bench', userId: 'bench', isAdmin: false },
+      scope: { tenantId: 'bench', userId: 'bench', isAdmin: false, groups: [] },
       meta: { requestId: 'bench', source: 'system' },
     }
     const panel = await createPanel(ctx, { name: 'Bench', tenantId: 'bench', userId: 'bench' } as never)

@@ -10,11 +10,12 @@ import { ConfigError, parseConfig } from '../src/config.ts'
 import { signToken } from '../src/lib/tokens.ts'
 import { withDevSecrets } from '../src/runtime/node-primitives.ts'
 
-const USAGE = `Usage: npm run -s token -- --tenant <tenantId> --user <userId> [--role <role>] [--ttl <duration>]
+const USAGE = `Usage: npm run -s token -- --tenant <tenantId> --user <userId> [--role <role>] [--groups a,b] [--ttl <duration>]
 
   --tenant, -t   tenantId claim (required)
   --user, -u     userId and sub claims (required)
   --role, -r     optional role claim; "admin" may act for any user of its tenant
+  --groups, -g   optional groups claim, comma-separated (published views shared with userGroups)
   --ttl          lifetime: <n>s, <n>m, <n>h or <n>d (e.g. 90s, 15m, 24h, 7d); default 24h
 
 Signs with JWT_SECRET from the environment, else with the development secret of \`npm start\`
@@ -42,6 +43,7 @@ function readArgs() {
         tenant: { type: 'string', short: 't' },
         user: { type: 'string', short: 'u' },
         role: { type: 'string', short: 'r' },
+        groups: { type: 'string', short: 'g' },
         ttl: { type: 'string', default: '24h' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -81,5 +83,11 @@ if (args.role !== undefined && !args.role.trim()) fail('--role must not be empty
 const ttlSeconds = parseTtl(args.ttl ?? '24h')
 if (ttlSeconds === undefined) fail(`--ttl "${args.ttl}" is not a duration like 90s, 15m, 24h or 7d`)
 
-const token = await signToken(secretFromEnvironment(), { tenantId, userId, role: args.role?.trim(), ttlSeconds })
+const groups = (args.groups ?? '')
+  .split(',')
+  .map((g) => g.trim())
+  .filter(Boolean)
+if (args.groups !== undefined && groups.length === 0) fail('--groups must name at least one group')
+
+const token = await signToken(secretFromEnvironment(), { tenantId, userId, role: args.role?.trim(), groups, ttlSeconds })
 console.log(token)

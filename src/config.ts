@@ -35,6 +35,7 @@ const ConfigSchema = z
     AUTH_DISABLED: bool(false),
     DEV_TENANT_ID: z.string().min(1).optional(),
     DEV_USER_ID: z.string().min(1).optional().default('dev-user'),
+    DEV_USER_GROUPS: z.string().optional().default(''),
     SINGLE_TENANT_ID: z.string().min(1).optional(),
     CACHE_DRIVER: z.enum(['memory', 'redis', 'fs', 'kv']).optional(),
     REDIS_URL: z
@@ -106,6 +107,8 @@ export interface Config {
   authDisabled: boolean
   devTenantId: string
   devUserId: string
+  /** AUTH_DISABLED: the groups of requests without an X-User-Groups header. */
+  devUserGroups: readonly string[]
   /** Single-tenant mode (embedded appliance): every request belongs to this tenant; others get 403. */
   singleTenantId?: string
   cacheDriver: 'memory' | 'redis' | 'fs' | 'kv'
@@ -155,6 +158,9 @@ export function parseConfig(env: EnvRecord): Config {
     authDisabled: e.AUTH_DISABLED,
     devTenantId: e.DEV_TENANT_ID ?? e.SINGLE_TENANT_ID ?? 'dev-tenant',
     devUserId: e.DEV_USER_ID,
+    devUserGroups: e.DEV_USER_GROUPS.split(',')
+      .map((g) => g.trim())
+      .filter(Boolean),
     singleTenantId: e.SINGLE_TENANT_ID,
     cacheDriver: e.CACHE_DRIVER ?? (e.REDIS_URL ? 'redis' : 'memory'),
     redisUrl: e.REDIS_URL,

@@ -9,6 +9,8 @@ export type ErrorCode =
   | 'TENANT_ACCESS_DENIED'
   | 'USER_ACCESS_DENIED'
   | 'FORBIDDEN'
+  | 'VIEW_PASSWORD_REQUIRED'
+  | 'VIEW_PASSWORD_INVALID'
   | 'NOT_FOUND'
   | 'CONFLICT'
   | 'PAYLOAD_TOO_LARGE'
@@ -26,6 +28,8 @@ const STATUS: Record<ErrorCode, number> = {
   TENANT_ACCESS_DENIED: 403,
   USER_ACCESS_DENIED: 403,
   FORBIDDEN: 403,
+  VIEW_PASSWORD_REQUIRED: 403,
+  VIEW_PASSWORD_INVALID: 403,
   NOT_FOUND: 404,
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
@@ -44,6 +48,8 @@ const TITLE: Partial<Record<ErrorCode, string>> = {
   TENANT_ACCESS_DENIED: 'Access denied to tenant',
   USER_ACCESS_DENIED: 'Access denied to user',
   FORBIDDEN: 'Forbidden',
+  VIEW_PASSWORD_REQUIRED: 'Forbidden',
+  VIEW_PASSWORD_INVALID: 'Forbidden',
   CONFLICT: 'Conflict',
   PAYLOAD_TOO_LARGE: 'Payload Too Large',
   UNSUPPORTED_MEDIA_TYPE: 'Unsupported Media Type',
@@ -90,6 +96,12 @@ export const tenantDenied = () => new AppError('TENANT_ACCESS_DENIED', 'The toke
 export const userDenied = () => new AppError('USER_ACCESS_DENIED', 'The token does not grant access to this user')
 
 export const forbidden = (message: string) => new AppError('FORBIDDEN', message)
+
+/** A 403 naming the view permission the caller lacks (issue 12; docs/view-sharing.md). */
+export const permissionDenied = (permission: string, doing: string) =>
+  new AppError('FORBIDDEN', `The view's publish settings do not give you the "${permission}" permission (${doing})`, {
+    permission,
+  })
 
 export const conflict = (message: string, details: unknown = null) => new AppError('CONFLICT', message, details)
 

@@ -26,6 +26,7 @@ describe('parseConfig defaults', () => {
       authDisabled: false,
       devTenantId: 'dev-tenant',
       devUserId: 'dev-user',
+      devUserGroups: [],
       cacheDriver: 'memory',
       redisUrl: undefined,
       cacheTtlSeconds: 3600,

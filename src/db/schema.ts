@@ -39,6 +39,8 @@ export const panels = sqliteTable(
     columnsVersion: integer().notNull().default(0),
     /** The columns version every row's cells were last recomputed with; behind columnsVersion = stale. */
     materialisedVersion: integer().notNull().default(0),
+    /** The published view marked `isDefault` (issue 12): at most one per panel. */
+    defaultViewId: integer(),
     ...timestamps,
     deletedAt: text(),
   },
@@ -231,6 +233,8 @@ export const views = sqliteTable(
     publishedAt: text(),
     publishedBy: text(),
     publishConfig: text({ mode: 'json' }).$type<Record<string, unknown>>(),
+    /** The published view this one was copied from with the `create` permission (issue 12); its rows stay within it. */
+    sourceViewId: integer(),
     ...timestamps,
     accessedAt: text(),
   },

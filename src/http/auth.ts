@@ -47,6 +47,15 @@ function invalidToken(err: unknown) {
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i
 
+/** AUTH_DISABLED (development): the caller's groups from a comma-separated X-User-Groups header. */
+const devGroups = (header: string | undefined) =>
+  header === undefined
+    ? undefined
+    : header
+        .split(',')
+        .map((g) => g.trim())
+        .filter(Boolean)
+
 export interface TenantClaim {
   tenantId?: string
   userId?: string
@@ -84,12 +93,13 @@ export function ctxOf(c: AppContext, ...inputs: (TenantClaim | undefined)[]): Se
       tenantId: tenantId ?? deps.config.devTenantId,
       userId: userId ?? deps.config.devUserId,
       isAdmin: false,
+      groups: devGroups(c.req.header('x-user-groups')) ?? deps.config.devUserGroups,
     }
   } else {
     if (tenantId !== undefined && tenantId !== claims.tenantId) throw tenantDenied()
     const isAdmin = claims.role === 'admin'
     if (userId !== undefined && userId !== claims.userId && !isAdmin) throw userDenied()
-    scope = { tenantId: claims.tenantId, userId: userId ?? claims.userId, isAdmin }
+    scope = { tenantId: claims.tenantId, userId: userId ?? claims.userId, isAdmin, groups: claims.groups }
   }
   // The deps are the context's prototype rather than copied into it: one allocation of two fields
   // per request instead of a copy of every dependency (docs/performance.md).

@@ -9,6 +9,8 @@ export interface Scope {
   tenantId: string
   userId: string
   isAdmin: boolean
+  /** The caller's groups (token `groups` claim; X-User-Groups with AUTH_DISABLED). */
+  groups: readonly string[]
 }
 
 /** Request facts kept in change records (spec §6.1 metadata). */
@@ -17,6 +19,8 @@ export interface RequestMeta {
   ipAddress?: string
   userAgent?: string
   source: 'api' | 'system' | 'web'
+  /** The X-View-Password header, for password-protected views (never stored). */
+  viewPassword?: string
 }
 
 /** What every service function receives: a plain object, never a Hono Context. */
@@ -68,5 +72,6 @@ export function requestMeta(c: AppContext): RequestMeta {
     ipAddress: c.req.header('cf-connecting-ip') || forwarded || c.req.header('x-real-ip') || c.env?.clientIp || undefined,
     userAgent: c.req.header('user-agent') || undefined,
     source: 'api',
+    viewPassword: c.req.header('x-view-password') ?? undefined,
   }
 }

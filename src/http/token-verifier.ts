@@ -5,7 +5,23 @@ export interface Claims {
   tenantId: string
   userId: string
   role?: string
+  /** Group names (issue 12); none when the token carries no `groups` claim. */
+  groups: readonly string[]
   exp: number
+}
+
+const MAX_GROUPS = 100
+
+/** The `groups` claim: absent → none; anything but an array of at most 100 non-empty strings is invalid. */
+function groupsOf(claim: unknown): readonly string[] {
+  if (claim === undefined) return []
+  if (
+    !Array.isArray(claim) ||
+    claim.length > MAX_GROUPS ||
+    !claim.every((g) => typeof g === 'string' && g !== '' && g.length <= 255)
+  )
+    throw unauthorized('TOKEN_INVALID', "The token's groups claim must be a list of group names")
+  return Object.freeze([...claim])
 }
 
 const MAX_CACHED = 10_000
@@ -54,7 +70,8 @@ export function createTokenVerifier(secret: string, now: () => number) {
     if (exp * 1000 <= now()) throw unauthorized('TOKEN_EXPIRED', 'The token has expired')
     if (typeof tenantId !== 'string' || tenantId === '') throw unauthorized('TOKEN_INVALID', 'The token has no tenantId claim')
     if (typeof userId !== 'string' || userId === '') throw unauthorized('TOKEN_INVALID', 'The token has no userId or sub claim')
-    const claims: Claims = { tenantId, userId, exp, role: typeof payload.role === 'string' ? payload.role : undefined }
+    const groups = groupsOf(payload.groups)
+    const claims: Claims = { tenantId, userId, exp, role: typeof payload.role === 'string' ? payload.role : undefined, groups }
     if (verified.size >= MAX_CACHED) verified.delete(verified.keys().next().value as string)
     verified.set(token, claims)
     return claims

@@ -4,6 +4,8 @@ export interface TokenRequest {
   tenantId: string
   userId: string
   role?: string
+  /** Group names (issue 12): published views naming `userGroups` are visible to members only. */
+  groups?: string[]
   /** Lifetime in seconds; spec §5.1: 24 hours. */
   ttlSeconds?: number
 }
@@ -16,6 +18,7 @@ export async function signToken(secret: string, t: TokenRequest, nowMs = Date.no
     tenantId: t.tenantId,
     userId: t.userId,
     ...(t.role ? { role: t.role } : {}),
+    ...(t.groups?.length ? { groups: t.groups } : {}),
     iat,
     exp: iat + (t.ttlSeconds ?? 24 * 3600),
   }

@@ -5,11 +5,14 @@ import { isConflict } from '../errors.ts'
 import type { ServiceContext } from '../http/context.ts'
 import { recoverInterruptedSyncs, runSync } from '../modules/datasources/datasources.sync.ts'
 import { recomputeStalePanels } from '../modules/rows/rows.materialise.ts'
+import { expireDuePublications } from '../modules/views/views.expiry.ts'
 
 export interface DueSyncsReport {
   recovered: number
   /** Rows rewritten by recomputing panels left stale (a restart during a background recompute, Workers). */
   recomputed: number
+  /** Published views ended at their publishConfig.expiresAt. */
+  expired: number
   started: number
   succeeded: number
   failed: number
@@ -19,11 +22,12 @@ export interface DueSyncsReport {
 /**
  * The scheduler's one step, shared by the interval loop (Node, Deno) and the cron trigger
  * (Workers): recovers syncs whose lease ran out, runs the sources whose `nextSyncAt` is due, one
- * after another, oldest first, at most `limit` per call, then recomputes panels left stale. A source another runner holds is
+ * after another, oldest first, at most `limit` per call, then recomputes panels left stale and ends
+ * publications past their expiry. A source another runner holds is
  * skipped (its lease decides). Sources of deleted panels are never run.
  */
 export async function runDueSyncs(deps: Deps, now: Date = deps.clock.now(), limit = 20): Promise<DueSyncsReport> {
-  const report: DueSyncsReport = { recovered: 0, recomputed: 0, started: 0, succeeded: 0, failed: 0, skipped: 0 }
+  const report: DueSyncsReport = { recovered: 0, recomputed: 0, expired: 0, started: 0, succeeded: 0, failed: 0, skipped: 0 }
   report.recovered = await recoverInterruptedSyncs(deps.db, now)
   const at = now.toISOString()
   const due = await deps.db
@@ -53,6 +57,7 @@ export async function runDueSyncs(deps: Deps, now: Date = deps.clock.now(), limi
     }
   }
   report.recomputed = await recomputeStalePanels(deps)
+  report.expired = await expireDuePublications((tenantId) => systemContext(deps, tenantId), deps.db, now)
   return report
 }
 
@@ -63,7 +68,7 @@ export async function runDueSyncs(deps: Deps, now: Date = deps.clock.now(), limi
 export function systemContext(deps: Deps, tenantId: string): ServiceContext {
   return {
     ...deps,
-    scope: { tenantId, userId: 'system', isAdmin: true },
+    scope: { tenantId, userId: 'system', isAdmin: true, groups: [] },
     meta: { requestId: `system-${crypto.randomUUID()}`, source: 'system' },
   }
 }

@@ -77,5 +77,5 @@ export type TestApp = Awaited<ReturnType<typeof makeTestApp>>
 
 /** A service context for seeding through services (not HTTP, not raw SQL). */
 export function serviceCtx(deps: Deps, tenantId: string, userId: string, isAdmin = false): ServiceContext {
-  return { ...deps, scope: { tenantId, userId, isAdmin }, meta: { requestId: 'test', source: 'system' } }
+  return { ...deps, scope: { tenantId, userId, isAdmin, groups: [] }, meta: { requestId: 'test', source: 'system' } }
 }

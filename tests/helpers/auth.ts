@@ -3,10 +3,13 @@ import { signToken } from '../../src/lib/tokens.ts'
 import { TEST_SECRET } from './app.ts'
 
 /** A real HS256 token for the test secret (24 h from now by default). */
-export const tokenFor = (tenantId: string, userId: string, extra: { role?: string; ttlSeconds?: number } = {}) =>
-  signToken(TEST_SECRET, { tenantId, userId, ...extra })
+export const tokenFor = (
+  tenantId: string,
+  userId: string,
+  extra: { role?: string; groups?: string[]; ttlSeconds?: number } = {},
+) => signToken(TEST_SECRET, { tenantId, userId, ...extra })
 
-export async function authHeaders(tenantId: string, userId: string, extra: { role?: string } = {}) {
+export async function authHeaders(tenantId: string, userId: string, extra: { role?: string; groups?: string[] } = {}) {
   return { Authorization: `Bearer ${await tokenFor(tenantId, userId, extra)}`, 'Content-Type': 'application/json' }
 }
 

@@ -2,7 +2,7 @@ import type { App } from '../../src/app.ts'
 import { authHeaders } from './auth.ts'
 
 /** A small client over `app.request()` acting as one tenant/user with a real token. */
-export function clientFor(app: App, tenantId: string, userId: string, extra: { role?: string } = {}) {
+export function clientFor(app: App, tenantId: string, userId: string, extra: { role?: string; groups?: string[] } = {}) {
   const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
     const res = await app.request(path, {
       method,

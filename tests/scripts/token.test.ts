@@ -62,6 +62,16 @@ describe('npm run token', () => {
     expect(existsSync(join(dir, 'data'))).toBe(false)
   })
 
+  it('carries --groups as the groups claim, and refuses an empty list', async () => {
+    const run = await runToken(['-t', 't', '-u', 'u', '--groups', 'nurses, ward-3'], { JWT_SECRET: SECRET })
+    expect(run.code).toBe(0)
+    const claims = await verify(run.stdout.trim(), SECRET, 'HS256')
+    expect(claims.groups).toEqual(['nurses', 'ward-3'])
+    const empty = await runToken(['-t', 't', '-u', 'u', '--groups', ' , '], { JWT_SECRET: SECRET })
+    expect(empty.code).toBe(1)
+    expect(empty.stderr).toContain('--groups must name at least one group')
+  })
+
   it.each([
     ['90s', 90],
     ['15m', 900],

@@ -2,6 +2,7 @@ import { and, desc, eq, inArray, type SQL, sql } from 'drizzle-orm'
 import { type NotificationImpact, type NotificationType, notifications, views } from '../../db/schema.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
+import { sharedAway } from '../views/views.access.sql.ts'
 import type { ListNotificationsInput, MarkReadInput, NotificationPageDto } from './notifications.schemas.ts'
 
 export interface ViewOwnerNotice {
@@ -53,9 +54,19 @@ export function notifyTenantUsers(ctx: ServiceContext, n: TenantNotice) {
     ON CONFLICT DO NOTHING`)
 }
 
-/** The caller's own notifications: recipient = scope user, within the scope tenant. */
+/**
+ * The caller's own notifications: recipient = scope user, within the scope tenant, leaving out those
+ * about a view whose publish settings keep the caller out (groups, expiry: as if unpublished).
+ */
 const mine = (ctx: ServiceContext) =>
-  and(eq(notifications.tenantId, ctx.scope.tenantId), eq(notifications.userId, ctx.scope.userId)) as SQL
+  and(
+    eq(notifications.tenantId, ctx.scope.tenantId),
+    eq(notifications.userId, ctx.scope.userId),
+    ctx.scope.isAdmin
+      ? undefined
+      : sql`NOT EXISTS (SELECT 1 FROM views hv WHERE hv.id = ${notifications.viewId} AND hv.tenant_id = ${notifications.tenantId}
+          AND ${sharedAway(ctx, 'hv')})`,
+  ) as SQL
 
 /**
  * The caller's view notifications, newest first (CONTRACT: Notifications). `total` counts the

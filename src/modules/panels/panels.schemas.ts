@@ -51,6 +51,11 @@ export const Panel = z
     userId: z.string().openapi({ example: 'user-456' }),
     metadata: JsonObject.nullable().optional(),
     cohortRule: CohortRuleOut,
+    defaultViewId: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ description: 'The published view its publisher marked isDefault (publishConfig), if any', example: 3 }),
     createdAt: Timestamp,
     updatedAt: Timestamp,
   })
@@ -104,6 +109,7 @@ export const toPanelDto = (row: PanelRow): PanelDto => ({
   userId: row.userId,
   metadata: row.metadata ?? null,
   cohortRule: row.cohortRule,
+  defaultViewId: row.defaultViewId ?? null,
   createdAt: row.createdAt,
   updatedAt: row.updatedAt,
 })

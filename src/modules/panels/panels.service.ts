@@ -77,6 +77,12 @@ export async function listPanels(ctx: ServiceContext, q: ListPanelsInput): Promi
 /** Drops every cached panel list of `ownerId` (after a create, update or delete of their panels). */
 const invalidateLists = (ctx: ServiceContext, ownerId: string) => ctx.cache.del(ctx.scope.tenantId, listVersionKey(ownerId))
 
+/** Drops a panel's cached answer and its owner's cached lists, after a write by another service (its default view). */
+export async function forgetPanel(ctx: ServiceContext, panel: { id: number; userId: string }) {
+  await ctx.cache.del(ctx.scope.tenantId, panelKey(panel.id))
+  await invalidateLists(ctx, panel.userId)
+}
+
 async function loadPanels(ctx: ServiceContext, q: ListPanelsInput): Promise<PanelPage> {
   const conditions: SQL[] = [
     eq(panels.tenantId, ctx.scope.tenantId),
@@ -146,7 +152,7 @@ export async function createPanel(ctx: ServiceContext, input: CreatePanelInput):
   ])
   await invalidateLists(ctx, values.userId)
   const newId = insertedId(inserted)
-  return toPanelDto({ ...values, id: newId, columnsVersion: 0, materialisedVersion: 0, deletedAt: null })
+  return toPanelDto({ ...values, id: newId, columnsVersion: 0, materialisedVersion: 0, defaultViewId: null, deletedAt: null })
 }
 
 /** Updates name, description, metadata or cohort rule; records the diff and notifies view owners. */

@@ -4,7 +4,8 @@ import { type FieldIssue, forbidden, invalid } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { rowBatches } from '../views/views.query.run.ts'
 import { prepareViewRows } from '../views/views.query.ts'
-import { loadVisibleView } from '../views/views.service.ts'
+import { rowLimitsFor } from '../views/views.rows-scope.ts'
+import { loadViewFor } from '../views/views.service.ts'
 import { loadExcelJs, writeExcel } from './rows.export.excel.ts'
 import { loadPdfKit, writePdf } from './rows.export.pdf.ts'
 import { type DateRange, dateRangeOf, type ExportQueryInput } from './rows.export.schemas.ts'
@@ -30,15 +31,16 @@ export interface ExportDownload {
  * found before the download starts, so they are ordinary 400s.
  */
 export async function exportView(ctx: ServiceContext, viewId: number, q: ExportQueryInput): Promise<ExportDownload> {
-  const { row: view } = await loadVisibleView(ctx, viewId)
-  const owner = ctx.scope.isAdmin || view.userId === ctx.scope.userId
-  if (!owner && view.publishConfig?.allowDownload === false) {
+  const loaded = await loadViewFor(ctx, viewId, 'read', 'export its rows')
+  const view = loaded.row
+  if (!loaded.access.canDownload) {
     throw forbidden(`Downloads of view ${viewId} are turned off by its publisher (publishConfig.allowDownload)`)
   }
-  const first = await prepareViewRows(ctx, view)
+  const limits = await rowLimitsFor(ctx, loaded)
+  const first = await prepareViewRows(ctx, view, {}, limits)
   const range = dateRangeOf(q)
   const filters = range ? [dateFilter(range, first.visible)] : []
-  const prepared = filters.length > 0 ? await prepareViewRows(ctx, view, { filters }) : first
+  const prepared = filters.length > 0 ? await prepareViewRows(ctx, view, { filters }, limits) : first
   const exportColumns = await withFormulas(ctx, prepared.visible)
   const batches =
     q.includeData === false

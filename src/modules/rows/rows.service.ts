@@ -3,12 +3,14 @@ import type { ServiceContext } from '../../http/context.ts'
 import { requirePanel } from '../panels/panels.service.ts'
 import { queryRowsPage } from '../views/views.query.run.ts'
 import { type PreparedRows, prepareRows, prepareViewRows } from '../views/views.query.ts'
-import { loadVisibleView } from '../views/views.service.ts'
+import { rowLimitsFor } from '../views/views.rows-scope.ts'
+import { loadViewFor } from '../views/views.service.ts'
 import type { RowsQueryInput, RowsResponseDto } from './rows.schemas.ts'
 
 /**
  * The row endpoints (DATA-ENGINE: Endpoints): a panel's rows (its owner, or an admin) and a view's
- * rows (its owner, or any user of the tenant when published), paged, as the reference APIResponse.
+ * rows (its owner or an admin, or a user its publish settings give `read`), paged, as the reference
+ * APIResponse.
  */
 
 /** The panel's rows: every column, the cohort rule applied, the request's filters/sort/search. */
@@ -30,8 +32,8 @@ export async function listViewRows(
   q: RowsQueryInput,
   url: string,
 ): Promise<RowsResponseDto> {
-  const { row } = await loadVisibleView(ctx, viewId)
-  return answer(ctx, await prepareViewRows(ctx, row, q), q, url)
+  const view = await loadViewFor(ctx, viewId, 'read', 'read its rows')
+  return answer(ctx, await prepareViewRows(ctx, view.row, q, await rowLimitsFor(ctx, view)), q, url)
 }
 
 /** `meta` and `links` of a page (pages ≥ 1; a page past the end is empty, with prev pointing back). */

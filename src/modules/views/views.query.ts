@@ -58,6 +58,12 @@ export interface PreparedRows {
 export interface RowSource {
   panel: { id: number; cohortRule: CohortRule | null }
   view?: ViewRow
+  /**
+   * The rows and columns a caller who does not own the panel is held to (views.rows-scope.ts): the
+   * filters of the published view a copy derives from, applied first with every column, and the
+   * columns the caller's own criteria (and a copy's settings) may name — any other name is unknown.
+   */
+  limits?: { filters?: FilterCriterion[]; columns: ReadonlySet<string>; viewIsTheCallers: boolean }
 }
 
 /**
@@ -73,28 +79,34 @@ export async function prepareRows(ctx: ServiceContext, source: RowSource, params
     columns.list.map((c) => c.id),
   )
   const issues: FilterIssue[] = []
-  const lookup = columns.byName
+  const all = columns.byName
+  const { limits } = source
+  // The caller's own criteria; the view's too when the view is the caller's copy of a published one.
+  const callers = limits ? (name: string) => (limits.columns.has(name) ? all(name) : undefined) : all
+  const viewLookup = limits?.viewIsTheCallers ? callers : all
   const conditions: SQL[] = [
-    filterSql(resolveCohortRule(panel.cohortRule, lookup, issues)),
-    filterSql(resolveFilters(view?.filters ?? [], lookup, 'view.filters', issues)),
-    filterSql(resolveFilters(params.filters ?? [], lookup, 'filters', issues)),
+    filterSql(resolveCohortRule(panel.cohortRule, all, issues)),
+    filterSql(resolveFilters(limits?.filters ?? [], all, 'source.filters', issues)),
+    filterSql(resolveFilters(view?.filters ?? [], viewLookup, 'view.filters', issues)),
+    filterSql(resolveFilters(params.filters ?? [], callers, 'filters', issues)),
   ]
+  const reachable = limits ? columns.list.filter((c) => limits.columns.has(c.name)) : columns.list
   if (params.search) {
     const fields = params.searchFields?.length
-      ? params.searchFields.flatMap((name, i) => resolveColumn(name, lookup, `searchFields[${i}]`, issues) ?? [])
-      : columns.list.filter((c) => c.kind === 'text' || c.kind === 'list')
+      ? params.searchFields.flatMap((name, i) => resolveColumn(name, callers, `searchFields[${i}]`, issues) ?? [])
+      : reachable.filter((c) => c.kind === 'text' || c.kind === 'list')
     conditions.push(searchSql(fields, params.search))
   }
   const groupBy = (view?.config.groupBy ?? []).flatMap(
-    (name, i) => resolveColumn(name, lookup, `view.config.groupBy[${i}]`, issues) ?? [],
+    (name, i) => resolveColumn(name, viewLookup, `view.config.groupBy[${i}]`, issues) ?? [],
   )
   const aggregations = (view?.aggregations ?? []).flatMap((a, i): AggregateSpec[] => {
-    const column = resolveColumn(a.columnTitle, lookup, `view.aggregations[${i}].columnTitle`, issues)
+    const column = resolveColumn(a.columnTitle, viewLookup, `view.aggregations[${i}].columnTitle`, issues)
     const fn = a.function as AggregateFunction
     if (!column || !checkAggregate(fn, column, `view.aggregations[${i}].function`, issues)) return []
     return [{ key: a.alias ?? `${fn}(${a.columnTitle})`, fn, column }]
   })
-  const keys = sortKeys(view, params, lookup, issues)
+  const keys = sortKeys(view, params, { view: viewLookup, request: callers }, issues)
   if (issues.length > 0) {
     throw invalid(issues, `Invalid row query: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`)
   }
@@ -105,17 +117,22 @@ export async function prepareRows(ctx: ServiceContext, source: RowSource, params
     scope: scopeSql(ctx.scope.tenantId, panel.id, conditions),
     idScope: scopeSql(ctx.scope.tenantId, panel.id, conditions, true),
     order: orderSql([...grouped, ...keys]),
-    visible: view ? visibleColumns(columns.list, view) : columns.list,
+    visible: view ? visibleColumns(limits?.viewIsTheCallers ? reachable : columns.list, view) : columns.list,
     groupBy,
     aggregations,
   }
 }
 
 /** The row query of a view the caller may read (export, notifications): its panel must be live. */
-export async function prepareViewRows(ctx: ServiceContext, view: ViewRow, params: RowParams = {}): Promise<PreparedRows> {
+export async function prepareViewRows(
+  ctx: ServiceContext,
+  view: ViewRow,
+  params: RowParams = {},
+  limits?: RowSource['limits'],
+): Promise<PreparedRows> {
   const panel = await findPanel(ctx, view.panelId)
   if (!panel) throw notFound('View', view.id, ctx.scope.tenantId)
-  return prepareRows(ctx, { panel: { id: panel.id, cohortRule: panel.cohortRule as CohortRule }, view }, params)
+  return prepareRows(ctx, { panel: { id: panel.id, cohortRule: panel.cohortRule as CohortRule }, view, limits }, params)
 }
 
 // --- Internal helpers ---
@@ -136,19 +153,19 @@ function scopeSql(tenantId: string, panelId: number, conditions: SQL[], byId = f
 function sortKeys(
   view: ViewRow | undefined,
   params: RowParams,
-  lookup: (name: string) => ColumnRef | undefined,
+  lookup: { view: (name: string) => ColumnRef | undefined; request: (name: string) => ColumnRef | undefined },
   issues: FilterIssue[],
 ): SortKey[] {
   const keys: SortKey[] = []
   if (params.sort) {
-    const column = resolveColumn(params.sort, lookup, 'sort', issues)
+    const column = resolveColumn(params.sort, lookup.request, 'sort', issues)
     if (column) keys.push({ column, direction: params.order ?? 'asc' })
   }
   const sorting = (view?.sorting ?? [])
     .map((s, i) => ({ s, i }))
     .sort((a, b) => (a.s.priority ?? Number.MAX_SAFE_INTEGER) - (b.s.priority ?? Number.MAX_SAFE_INTEGER) || a.i - b.i)
   for (const { s, i } of sorting) {
-    const column = resolveColumn(s.columnTitle, lookup, `view.sorting[${i}].columnTitle`, issues)
+    const column = resolveColumn(s.columnTitle, lookup.view, `view.sorting[${i}].columnTitle`, issues)
     if (!column || keys.some((k) => k.column.id === column.id)) continue
     keys.push({ column, direction: s.direction, nullsFirst: s.nullsFirst, customOrder: s.customOrder })
   }

@@ -7,11 +7,11 @@ import type {
   SortCriterion,
   SortRecordDto,
 } from './views.schemas.ts'
-import { loadOwnView, loadVisibleView, updateViewContent } from './views.service.ts'
+import { loadViewFor, loadVisibleView, updateViewContent } from './views.service.ts'
 
 /*
  * The sorts and filters sub-resources: the view's `sorting` and `filters` lists seen as records
- * (CONTRACT: Views; no separate tables). Reads follow the view's visibility, writes are owner only
+ * (CONTRACT: Views; no separate tables). Reads follow the view's visibility, writes need `edit`
  * and go through the view's UPDATE path (change record, cache, VIEW_UPDATED when published).
  */
 
@@ -58,7 +58,7 @@ export async function getSorts(ctx: ServiceContext, viewId: number): Promise<{ s
  * keeps its `nullsFirst` and `customOrder`, which the record shape does not carry.
  */
 export async function putSorts(ctx: ServiceContext, viewId: number, input: PutSortsInput): Promise<{ sorts: SortRecordDto[] }> {
-  const view = await loadOwnView(ctx, viewId)
+  const view = await loadViewFor(ctx, viewId, 'edit', 'change the sorts')
   const before = new Map(view.row.sorting.map((s) => [s.columnTitle, s]))
   const sorting: SortCriterion[] = input.sorts.map((s) => {
     const old = before.get(s.columnName)
@@ -86,7 +86,7 @@ export async function putFilters(
   viewId: number,
   input: PutFiltersInput,
 ): Promise<{ filters: FilterRecordDto[] }> {
-  const view = await loadOwnView(ctx, viewId)
+  const view = await loadViewFor(ctx, viewId, 'edit', 'change the filters')
   const filters: FilterCriterion[] = input.filters.map((f) => ({
     ...(f.columnName !== undefined ? { columnTitle: f.columnName } : {}),
     ...(f.operator !== undefined ? { operator: f.operator } : {}),

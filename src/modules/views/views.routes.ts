@@ -8,6 +8,7 @@ import { listViewRows } from '../rows/rows.service.ts'
 import { publishView, unpublishView } from './views.publish.ts'
 import { getFilters, getSorts, putFilters, putSorts } from './views.records.ts'
 import {
+  CopyViewBody,
   CreateViewBody,
   FilterRecords,
   ListViewsQuery,
@@ -20,7 +21,7 @@ import {
   ViewCallerBody,
   ViewList,
 } from './views.schemas.ts'
-import { createView, deleteView, getView, listViews, updateView } from './views.service.ts'
+import { copyView, createView, deleteView, getView, listViews, updateView } from './views.service.ts'
 
 const tags = ['Views']
 const json = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } })
@@ -88,6 +89,18 @@ const publishRoute = createRoute({
   security: bearer,
   request: { params: IdParam, body: body(PublishViewBody, false) },
   responses: { 200: json(View, 'The published view'), ...errorResponses },
+})
+
+const copyRoute = createRoute({
+  method: 'post',
+  path: '/views/{id}/copy',
+  tags,
+  summary: 'Save a copy of a view as your own (the create permission)',
+  description:
+    "Creates an unpublished view of the caller with the view's content. A copy of someone else's published view on a panel the caller does not own keeps `sourceViewId`: its rows stay within that view's rows and columns, and only while the caller may read it (docs/view-sharing.md). The owner, admins and users the view gives `create` may copy it; others get 403 naming the permission.",
+  security: bearer,
+  request: { params: IdParam, body: body(CopyViewBody, false) },
+  responses: { 201: json(View, 'The copy'), ...errorResponses },
 })
 
 const unpublishRoute = createRoute({
@@ -173,6 +186,10 @@ export const viewsRouter = createRouter()
   .openapi(publishRoute, async (c) => {
     const input = c.req.valid('json') ?? {}
     return sendJson(c, await publishView(ctxOf(c, input), c.req.valid('param').id, input), 200)
+  })
+  .openapi(copyRoute, async (c) => {
+    const input = c.req.valid('json') ?? {}
+    return sendJson(c, await copyView(ctxOf(c, input), c.req.valid('param').id, input), 201)
   })
   .openapi(unpublishRoute, async (c) =>
     sendJson(c, await unpublishView(ctxOf(c, c.req.valid('json')), c.req.valid('param').id), 200),

@@ -186,6 +186,11 @@ export const UpdateViewBody = z
   })
   .openapi('UpdateView', { example: { name: 'Over 70', config: { layout: 'cards' } } })
 
+/** `POST /api/views/{id}/copy` (the `create` permission): the copy's name and description, else the view's. */
+export const CopyViewBody = z
+  .object({ name: ViewName.optional(), description: Description.optional(), ...TenantBody })
+  .openapi('CopyView', { example: { name: 'My follow-up list' } })
+
 /** A body naming only the caller (delete, unpublish). */
 export const ViewCallerBody = z.object({ ...TenantBody }).openapi('ViewCaller')
 
@@ -208,12 +213,22 @@ export const PublishConfigSchema = z
       .transform((d) => new Date(d).toISOString())
       .optional(),
     passwordProtected: z.boolean().optional(),
+    password: z.string().min(8).max(256).optional().openapi({
+      description:
+        'Write-only: the password of a passwordProtected view, given once at publish, stored as a slow salted hash and never answered. Other users send it in the X-View-Password header.',
+    }),
     allowDownload: z.boolean().optional(),
     allowComments: z.boolean().optional(),
   })
-  .openapi('PublishConfig', { example: { permissions: ['read'], userGroups: [] } })
+  .openapi('PublishConfig', {
+    description:
+      'Who sees a published view and what they may do: docs/view-sharing.md (userGroups, permissions, expiresAt, password, isDefault, publishedTitle, description).',
+    example: { permissions: ['read'], userGroups: [] },
+  })
 
-export const DEFAULT_PUBLISH_CONFIG = { permissions: ['read'], userGroups: [] }
+export type PublishConfigInput = z.infer<typeof PublishConfigSchema>
+
+export const DEFAULT_PUBLISH_CONFIG: { permissions: string[]; userGroups: string[] } = { permissions: ['read'], userGroups: [] }
 
 export const PublishViewBody = z
   .object({ publishConfig: PublishConfigSchema.optional(), ...TenantBody })
@@ -231,6 +246,11 @@ export const View = z
     publishedAt: Timestamp.nullable(),
     publishedBy: z.string().nullable(),
     publishConfig: JsonObject.nullable(),
+    sourceViewId: z
+      .number()
+      .int()
+      .nullable()
+      .openapi({ description: 'The published view this one is a copy of (create permission), whose rows and columns bound it' }),
     config: JsonObject,
     metadata: JsonObject,
     filters: z.array(JsonObject),
@@ -310,6 +330,7 @@ export type SortRecordDto = z.infer<typeof SortRecord>
 export type FilterRecordDto = z.infer<typeof FilterRecord>
 
 export type CreateViewInput = z.infer<typeof CreateViewBody>
+export type CopyViewInput = z.infer<typeof CopyViewBody>
 export type UpdateViewInput = z.infer<typeof UpdateViewBody>
 export type ListViewsInput = z.infer<typeof ListViewsQuery>
 export type PublishViewInput = z.infer<typeof PublishViewBody>
@@ -317,24 +338,36 @@ export type ViewRow = typeof views.$inferSelect
 export type ViewDto = z.infer<typeof View>
 export type { AggregationSpec, FilterCriterion, SortCriterion }
 
-export const toViewDto = (row: ViewRow, panel: { id: number; name: string }): ViewDto => ({
-  id: row.id,
-  name: row.name,
-  description: row.description ?? '',
-  panelId: row.panelId,
-  userId: row.userId,
-  tenantId: row.tenantId,
-  isPublished: Boolean(row.isPublished),
-  publishedAt: row.publishedAt ?? null,
-  publishedBy: row.publishedBy ?? null,
-  publishConfig: row.publishConfig ?? null,
-  config: row.config,
-  metadata: row.metadata ?? {},
-  filters: row.filters as unknown as Record<string, unknown>[],
-  sorting: row.sorting as unknown as Record<string, unknown>[],
-  columnVisibility: row.columnVisibility ?? {},
-  aggregations: row.aggregations as unknown as Record<string, unknown>[],
-  createdAt: row.createdAt,
-  updatedAt: row.updatedAt,
-  panel: { id: panel.id, name: panel.name },
-})
+/**
+ * A view as the caller sees it. The password hash of a protected view is never answered; a user who
+ * sees someone else's published view sees its `publishedTitle` and `description` (publishConfig) as
+ * its name and description when the publisher gave them.
+ */
+export const toViewDto = (row: ViewRow, panel: { id: number; name: string }, access?: { full: boolean }): ViewDto => {
+  const { passwordHash: _hash, password: _password, ...publishConfig } = (row.publishConfig ?? {}) as Record<string, unknown>
+  const shown = access && !access.full && row.isPublished
+  const title = shown && typeof publishConfig.publishedTitle === 'string' ? publishConfig.publishedTitle : row.name
+  const description = shown && typeof publishConfig.description === 'string' ? publishConfig.description : (row.description ?? '')
+  return {
+    id: row.id,
+    name: title,
+    description,
+    panelId: row.panelId,
+    userId: row.userId,
+    tenantId: row.tenantId,
+    isPublished: Boolean(row.isPublished),
+    publishedAt: row.publishedAt ?? null,
+    publishedBy: row.publishedBy ?? null,
+    publishConfig: row.publishConfig ? publishConfig : null,
+    sourceViewId: row.sourceViewId ?? null,
+    config: row.config,
+    metadata: row.metadata ?? {},
+    filters: row.filters as unknown as Record<string, unknown>[],
+    sorting: row.sorting as unknown as Record<string, unknown>[],
+    columnVisibility: row.columnVisibility ?? {},
+    aggregations: row.aggregations as unknown as Record<string, unknown>[],
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+    panel: { id: panel.id, name: panel.name },
+  }
+}

@@ -1,13 +1,20 @@
 import { and, desc, eq, isNull, or, type SQL, sql } from 'drizzle-orm'
+import type { BatchItem } from 'drizzle-orm/batch'
 import { insertedId } from '../../db/client.ts'
 import { type ChangeAction, type FieldChanges, panels, views } from '../../db/schema.ts'
-import { forbidden, notFound } from '../../errors.ts'
+import { notFound, permissionDenied } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { changeInsert, createdFields, diffFields } from '../changes/changes.service.ts'
 import { notifyTenantUsers, type TenantNotice } from '../notifications/notifications.service.ts'
-import { findPanel, requirePanel } from '../panels/panels.service.ts'
+import { findPanel, forgetPanel, requirePanel } from '../panels/panels.service.ts'
+import { sharedAway } from './views.access.sql.ts'
+import { isLive, publishConfigOf, type ViewAccess, type ViewPermission, viewAccess } from './views.access.ts'
+import { viewKey } from './views.cache.ts'
+import { expirePublication } from './views.expiry.ts'
+import { requireViewPassword } from './views.password.ts'
 import {
+  type CopyViewInput,
   type CreateViewInput,
   type ListViewsInput,
   toViewDto,
@@ -15,8 +22,6 @@ import {
   type ViewDto,
   type ViewRow,
 } from './views.schemas.ts'
-
-const viewKey = (id: number) => `view:${id}`
 
 /** The fields an update may change and whose diffs the UPDATE change record carries. */
 export const TRACKED = [
@@ -32,9 +37,6 @@ export const TRACKED = [
 
 const ofTenant = (ctx: ServiceContext, id: number) => and(eq(views.id, id), eq(views.tenantId, ctx.scope.tenantId))
 
-/** Owner rights: the view's owner, or an admin of the tenant (as for panels; CONTRACT: Ownership). */
-const owns = (ctx: ServiceContext, row: ViewRow) => ctx.scope.isAdmin || row.userId === ctx.scope.userId
-
 /** The view row of the caller's tenant through the tenant-keyed cache; writes delete the key. */
 function findRow(ctx: ServiceContext, id: number): Promise<ViewRow | undefined> {
   return ctx.cache.wrap(ctx.scope.tenantId, viewKey(id), async () => {
@@ -46,28 +48,42 @@ function findRow(ctx: ServiceContext, id: number): Promise<ViewRow | undefined> 
 export interface LoadedView {
   row: ViewRow
   panel: { id: number; name: string }
+  /** What the caller may do with it (views.access.ts). */
+  access: ViewAccess
 }
 
 /**
- * A view the caller may read (CONTRACT: Ownership): their own, or a published one of their tenant,
- * whose panel is live. Anything else, another tenant's included, is a 404 that reveals nothing.
+ * A view the caller may see (views.access.ts): their own (or any, for an admin), or a published one
+ * of their tenant that is not expired and shares a group with them when it names groups, whose panel
+ * is live; a password-protected one only with its password. Anything else, another tenant's included,
+ * is a 404 that reveals nothing. A publication found past its `expiresAt` is ended here, at read
+ * time, so an expired view is never served.
  */
 export async function loadVisibleView(ctx: ServiceContext, id: number): Promise<LoadedView> {
-  const row = await findRow(ctx, id)
-  if (!row || !(owns(ctx, row) || row.isPublished)) throw notFound('View', id, ctx.scope.tenantId)
+  let row = await findRow(ctx, id)
+  if (!row) throw notFound('View', id, ctx.scope.tenantId)
+  const now = ctx.clock.now()
+  if (row.isPublished && !isLive(row, now)) {
+    await expirePublication(ctx, row)
+    row = await findRow(ctx, id)
+    if (!row) throw notFound('View', id, ctx.scope.tenantId)
+  }
+  const access = viewAccess(row, ctx.scope, now)
+  if (!access.visible) throw notFound('View', id, ctx.scope.tenantId)
   const panel = await findPanel(ctx, row.panelId)
   if (!panel) throw notFound('View', id, ctx.scope.tenantId)
-  return { row, panel: { id: panel.id, name: panel.name } }
+  if (access.needsPassword) await requireViewPassword(ctx, id, publishConfigOf(row).passwordHash)
+  return { row, panel: { id: panel.id, name: panel.name }, access }
 }
 
 /**
- * A view the caller may change: owner only. A published view of someone else is visible to the
- * caller, so refusing it is a 403 FORBIDDEN; an unpublished one stays a 404 (views brief).
+ * A view the caller may see and act on with `permission` (docs/view-sharing.md); the owner and
+ * admins have every permission. Seeing it without the permission is a 403 naming it.
  */
-export async function loadOwnView(ctx: ServiceContext, id: number): Promise<LoadedView> {
-  const loaded = await loadVisibleView(ctx, id)
-  if (!owns(ctx, loaded.row)) throw forbidden('Only the owner can change this view')
-  return loaded
+export async function loadViewFor(ctx: ServiceContext, id: number, permission: ViewPermission, doing: string) {
+  const view = await loadVisibleView(ctx, id)
+  if (!view.access.permissions.has(permission)) throw permissionDenied(permission, doing)
+  return view
 }
 
 export interface ViewWrite {
@@ -75,6 +91,8 @@ export interface ViewWrite {
   changes: FieldChanges
   /** A notification to every other user of the tenant, in the same batch. */
   notice?: Omit<TenantNotice, 'viewId'>
+  /** Further statements of the same batch (the panel's default view). */
+  also?: BatchItem<'sqlite'>[]
 }
 
 /**
@@ -97,6 +115,7 @@ export async function saveView(ctx: ServiceContext, view: LoadedView, patch: Par
       changes: write.changes,
     }),
     ...(write.notice ? [notifyTenantUsers(ctx, { ...write.notice, viewId: row.id })] : []),
+    ...(write.also ?? []),
   ])
   await ctx.cache.del(ctx.scope.tenantId, viewKey(row.id))
   if (!updated) throw notFound('View', row.id, ctx.scope.tenantId)
@@ -128,7 +147,10 @@ export async function updateViewContent(ctx: ServiceContext, view: LoadedView, p
  */
 export async function listViews(ctx: ServiceContext, q: ListViewsInput): Promise<{ views: ViewDto[]; total: number }> {
   const { tenantId, userId } = ctx.scope
-  const conditions: SQL[] = [eq(views.tenantId, tenantId), or(eq(views.userId, userId), eq(views.isPublished, true)) as SQL]
+  const shared = ctx.scope.isAdmin
+    ? eq(views.isPublished, true)
+    : and(eq(views.isPublished, true), sql`NOT ${sharedAway(ctx, views)}`)
+  const conditions: SQL[] = [eq(views.tenantId, tenantId), or(eq(views.userId, userId), shared) as SQL]
   if (q.panelId !== undefined) conditions.push(eq(views.panelId, q.panelId))
   if (q.published !== undefined) conditions.push(eq(views.isPublished, q.published))
   const where = and(...conditions)
@@ -144,35 +166,73 @@ export async function listViews(ctx: ServiceContext, q: ListViewsInput): Promise
     paged ? query.limit(q.limit ?? 100).offset(q.offset ?? 0) : query,
     ctx.db.select({ total: sql<number>`count(*)` }).from(views).innerJoin(panels, livePanel).where(where),
   ])
-  return { views: rows.map((r) => toViewDto(r.view, r.panel)), total: Number(total) }
+  const now = ctx.clock.now()
+  return { views: rows.map((r) => toViewDto(r.view, r.panel, viewAccess(r.view, ctx.scope, now))), total: Number(total) }
 }
 
 /** One view as the caller may read it; the row is cached, the panel name comes from findPanel. */
 export async function getView(ctx: ServiceContext, id: number): Promise<ViewDto> {
-  const { row, panel } = await loadVisibleView(ctx, id)
-  return toViewDto(row, panel)
+  const { row, panel, access } = await loadVisibleView(ctx, id)
+  return toViewDto(row, panel, access)
 }
 
 /** Creates an unpublished view on a panel the caller owns, with its CREATE change (spec §3). */
 export async function createView(ctx: ServiceContext, input: CreateViewInput): Promise<ViewDto> {
   const panel = await requirePanel(ctx, input.panelId)
+  const { name, description, config, metadata, filters, sorting, columnVisibility, aggregations } = input
+  const content = { name, description, config, metadata, filters, sorting, columnVisibility, aggregations }
+  return insertView(ctx, panel, content, null)
+}
+
+/**
+ * Saves a copy of a view as the caller's own, unpublished (issue 12: the `create` permission, or
+ * the owner and admins): its content, and `name` or "<name> (copy)". A copy of a view on a panel the
+ * caller does not own keeps `sourceViewId`: its rows stay within that view's rows and columns while
+ * the caller may read it (views.rows-scope.ts).
+ */
+export async function copyView(ctx: ServiceContext, id: number, input: CopyViewInput): Promise<ViewDto> {
+  const source = await loadViewFor(ctx, id, 'create', 'save a copy of it')
+  const shown = toViewDto(source.row, source.panel, source.access)
+  const panel = await findPanel(ctx, source.row.panelId)
+  if (!panel) throw notFound('View', id, ctx.scope.tenantId)
+  const ownsPanel = ctx.scope.isAdmin || panel.userId === ctx.scope.userId
+  const { row } = source
+  const content = {
+    name: input.name ?? `${shown.name} (copy)`,
+    description: input.description ?? shown.description,
+    config: row.config,
+    metadata: {},
+    filters: row.filters,
+    sorting: row.sorting,
+    columnVisibility: row.columnVisibility,
+    aggregations: row.aggregations,
+  }
+  return insertView(ctx, panel, content, ownsPanel ? null : row.id)
+}
+
+type ViewContent = Pick<
+  ViewRow,
+  'name' | 'description' | 'config' | 'metadata' | 'filters' | 'sorting' | 'columnVisibility' | 'aggregations'
+>
+
+/** Inserts an unpublished view of the caller with its CREATE change (spec §3). */
+async function insertView(
+  ctx: ServiceContext,
+  panel: { id: number; name: string },
+  content: ViewContent,
+  sourceViewId: number | null,
+): Promise<ViewDto> {
   const now = isoNow(ctx.clock)
   const values = {
     tenantId: ctx.scope.tenantId,
     userId: ctx.scope.userId,
     panelId: panel.id,
-    name: input.name,
-    description: input.description,
-    config: input.config,
-    metadata: input.metadata,
-    filters: input.filters,
-    sorting: input.sorting,
-    columnVisibility: input.columnVisibility,
-    aggregations: input.aggregations,
+    ...content,
     isPublished: false,
     publishedAt: null,
     publishedBy: null,
     publishConfig: null,
+    sourceViewId,
     createdAt: now,
     updatedAt: now,
     accessedAt: null,
@@ -185,16 +245,22 @@ export async function createView(ctx: ServiceContext, input: CreateViewInput): P
       entityType: 'View',
       entityId: id,
       action: 'CREATE',
-      changes: createdFields(values, [...TRACKED, 'isPublished']),
+      changes: createdFields(values, [...TRACKED, 'isPublished', ...(sourceViewId === null ? [] : ['sourceViewId' as const])]),
     }),
   ])
   const newId = insertedId(inserted)
   return toViewDto({ ...values, id: newId }, panel)
 }
 
+/** The fields of an update that only `manage` may change (the rest are `edit`'s: docs/view-sharing.md). */
+const MANAGED = ['name', 'description', 'metadata'] as const
+
 /** Merges the given fields (config shallowly) into the caller's own view (CONTRACT: PUT view). */
 export async function updateView(ctx: ServiceContext, id: number, input: UpdateViewInput): Promise<ViewDto> {
-  const view = await loadOwnView(ctx, id)
+  const managing = MANAGED.filter((f) => input[f] !== undefined)
+  const view = managing.length
+    ? await loadViewFor(ctx, id, 'manage', `change ${managing.join(', ')}`)
+    : await loadViewFor(ctx, id, 'edit', 'change the view')
   const patch: Partial<ViewRow> = {}
   if (input.name !== undefined) patch.name = input.name
   if (input.description !== undefined) patch.description = input.description
@@ -205,14 +271,16 @@ export async function updateView(ctx: ServiceContext, id: number, input: UpdateV
   if (input.columnVisibility !== undefined) patch.columnVisibility = input.columnVisibility
   if (input.aggregations !== undefined) patch.aggregations = input.aggregations
   const row = await updateViewContent(ctx, view, patch)
-  return toViewDto(row, view.panel)
+  return toViewDto(row, view.panel, view.access)
 }
 
 /** Deletes the caller's own view (hard delete) with its DELETE change; its notifications stay. */
 export async function deleteView(ctx: ServiceContext, id: number): Promise<void> {
-  const { row } = await loadOwnView(ctx, id)
+  const { row, panel } = await loadViewFor(ctx, id, 'delete', 'delete the view')
   await ctx.db.batch([
     ctx.db.delete(views).where(ofTenant(ctx, id)),
+    ctx.db.run(sql`UPDATE panels SET default_view_id = NULL
+      WHERE id = ${row.panelId} AND tenant_id = ${ctx.scope.tenantId} AND default_view_id = ${id}`),
     changeInsert(ctx, {
       panelId: row.panelId,
       entityType: 'View',
@@ -222,4 +290,6 @@ export async function deleteView(ctx: ServiceContext, id: number): Promise<void>
     }),
   ])
   await ctx.cache.del(ctx.scope.tenantId, viewKey(id))
+  const owner = await findPanel(ctx, panel.id)
+  if (owner?.defaultViewId === id) await forgetPanel(ctx, owner)
 }

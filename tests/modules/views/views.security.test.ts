@@ -127,7 +127,8 @@ describe('views ownership', () => {
     await w.alice.post(`/api/views/${viewId}/publish`)
     const res = await w.bob.put(`/api/views/${viewId}`, { name: 'Mine now' })
     expect(res.status).toBe(403)
-    expect(res.body.message).toBe('Only the owner can change this view')
+    // Since issue 12 the refusal names the permission the publish settings do not give (a name is `manage`'s).
+    expect(res.body.message).toBe(`The view's publish settings do not give you the "manage" permission (change name)`)
     expect((await w.alice.get(`/api/views/${viewId}`)).body.name).toBe('Secret')
   })
 

@@ -24,6 +24,8 @@ describe('POST /api/views', () => {
       publishedAt: null,
       publishedBy: null,
       publishConfig: null,
+      // Since issue 12: the published view a copy derives from (none for a view created here).
+      sourceViewId: null,
       config: { columns: [], groupBy: [], layout: 'table' },
       metadata: {},
       filters: [],
@@ -276,7 +278,8 @@ describe('PUT /api/views/{id}', () => {
     await w.alice.post(`/api/views/${view.id}/publish`)
     const res = await w.bob.put(`/api/views/${view.id}`, { name: 'hijack' })
     expect(res.status).toBe(403)
-    expect(res.body).toMatchObject({ error: 'Forbidden', code: 'FORBIDDEN', message: 'Only the owner can change this view' })
+    // Since issue 12 the refusal names the missing permission (renaming needs `manage`).
+    expect(res.body).toMatchObject({ error: 'Forbidden', code: 'FORBIDDEN', details: { permission: 'manage' } })
     expect((await w.alice.get(`/api/views/${view.id}`)).body.name).toBe('My view')
   })
 })

@@ -1,0 +1,2 @@
+ALTER TABLE `panels` ADD `default_view_id` integer;--> statement-breakpoint
+ALTER TABLE `views` ADD `source_view_id` integer;
