@@ -156,6 +156,25 @@ describe('Cloudflare Workers: the bundled entry in workerd (Miniflare, local D1,
     expect(Buffer.from(await stored!.arrayBuffer()).equals(big)).toBe(true)
     expect((await fetch(`${base}/api/datasources/${bigSource.id}?${q}`, { method: 'DELETE', headers })).status).toBe(204)
 
+    // Over the source's maxFileSize while streaming (no Content-Length): 413, the multipart upload aborted.
+    const small = await (
+      await post(`/api/panels/${panel.id}/datasources`, {
+        name: 'Small',
+        type: 'csv',
+        config: { filePath: 'none.csv', maxFileSize: 100 },
+      })
+    ).json()
+    const tooBig = await fetch(`${base}/api/datasources/${small.id}/file?${q}&filename=small.csv`, {
+      method: 'PUT',
+      headers: { authorization: headers.authorization },
+      body: new Blob([`id\n${'1\n'.repeat(500)}`]).stream(),
+      duplex: 'half',
+    } as RequestInit)
+    expect(tooBig.status).toBe(413)
+    expect(
+      (await bucket.list({ prefix: synced.config.filePath.replace(/\/\d+\/patients\.csv$/, `/${small.id}/`) })).objects,
+    ).toEqual([])
+
     // multipart/form-data (a file of known size) and a file put in the bucket by hand.
     const form = new FormData()
     form.set('file', new File(['id,name\n7,Alan\n'], 'form.csv', { type: 'text/csv' }))
