@@ -109,7 +109,7 @@ function asStream(value: unknown): ReadableStream<Uint8Array> {
  * `getItemRaw(key, { type: 'stream' })` (bytes are accepted and wrapped) and takes a
  * ReadableStream in `setItemRaw(key, stream, { size })`, storing it whole or not at all. The
  * runtimes' drivers (`src/runtime/node-files.ts`, `src/runtime/workers-files.ts`) do so; unstorage's
- * own fs and s3 drivers would buffer whole files, so they are wrapped or not used.
+ * own fs and s3 drivers read whole files into memory, so fs is wrapped and s3 is not used.
  */
 export function storageFileStore(storage: Storage): FileStore {
   const keyOf = (path: string) => {
