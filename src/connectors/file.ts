@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { FileAccessError, noFileSystemMessage, relativePathProblem } from '../lib/files.ts'
+import { FileAccessError, filePathProblem, noFileStoreMessage } from '../lib/files.ts'
 import { isValidPath } from './shared/json-path.ts'
 import { csvBatches } from './shared/parse/csv.ts'
 import { jsonBatches } from './shared/parse/json.ts'
@@ -47,7 +47,7 @@ const noLineBreak = (v: string) => !/[\r\n]/.test(v)
 
 const baseShape = {
   filePath: z.string().superRefine((path, ctx) => {
-    const problem = relativePathProblem(path)
+    const problem = filePathProblem(path)
     if (problem) ctx.addIssue({ code: 'custom', message: problem })
   }),
   hasHeaders: z.boolean().default(true),
@@ -91,7 +91,7 @@ export function fileConfigSchema(type: FileSourceType) {
               : `a ${type} source reads ${formats.join(' or ')} files, not '${c.format}'`,
         })
       }
-      const problem = relativePathProblem(c.filePath) ? undefined : extensionProblem(c.filePath, c.allowedExtensions)
+      const problem = filePathProblem(c.filePath) ? undefined : extensionProblem(c.filePath, c.allowedExtensions)
       if (problem) ctx.addIssue({ code: 'custom', path: ['filePath'], message: problem })
       if (c.quoteChar !== undefined && c.delimiter?.includes(c.quoteChar)) {
         ctx.addIssue({ code: 'custom', path: ['delimiter'], message: 'must not contain the quoteChar' })
@@ -110,7 +110,7 @@ export type FileConfig = z.output<ReturnType<typeof fileConfigSchema>>
  */
 async function* readFileSource(config: FileConfig, ctx: ConnectorContext): AsyncGenerator<SourceRecord[]> {
   const files = ctx.files
-  if (!files) throw new ConnectorError(noFileSystemMessage(ctx.runtime, 'A file data source'))
+  if (!files) throw new ConnectorError(noFileStoreMessage(ctx.runtime, 'A file data source'))
   const path = config.filePath
   const problem = extensionProblem(path, config.allowedExtensions)
   if (problem) throw new ConnectorError(`File '${path}': ${problem}`)

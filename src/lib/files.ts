@@ -1,7 +1,10 @@
+import { normalizeKey, type Storage } from 'unstorage'
+
 /**
- * The file root of `file` data sources and uploads (FILES_DIR), as a runtime provides it. Paths are
- * relative to the root; a runtime without a file system (Cloudflare Workers) provides none, and
- * callers refuse file features there with a message naming the runtime.
+ * The file root of `file` data sources and uploads, as a runtime provides it: FILES_DIR on Node
+ * and Deno, the R2 bucket bound as FILES on Workers. Paths are relative to the root. A runtime
+ * given no file storage leaves it undefined, and callers refuse file features there with a
+ * message naming the runtime (`noFileStoreMessage`).
  */
 export interface FileStore {
   /**
@@ -12,10 +15,11 @@ export interface FileStore {
   /** The file's bytes as a stream (read lazily; cancel the stream to stop reading). */
   read(path: string, options?: { signal?: AbortSignal }): Promise<ReadableStream<Uint8Array>>
   /**
-   * Writes a file atomically (a temporary file renamed into place), creating folders. Stops with
-   * FileAccessError once more than `maxBytes` arrived; nothing is left behind then.
+   * Writes a file atomically, streamed (never held whole), creating folders. Stops with
+   * FileAccessError once more than `maxBytes` arrived; nothing is left behind then. `size`, when
+   * the caller knows it (Content-Length), lets a store that needs it up front (R2) take one request.
    */
-  write(path: string, body: ReadableStream<Uint8Array>, options: { maxBytes: number }): Promise<{ size: number }>
+  write(path: string, body: ReadableStream<Uint8Array>, options: { maxBytes: number; size?: number }): Promise<{ size: number }>
   /** Removes a file; a missing file is not an error. */
   remove(path: string): Promise<void>
 }
@@ -45,6 +49,104 @@ export function relativePathProblem(path: string): string | undefined {
   return undefined
 }
 
-/** The message a runtime without a file system answers for file features. */
-export const noFileSystemMessage = (runtime: string, feature: string) =>
-  `${feature} needs a file system, which the ${runtime} runtime does not have; use an api, fhir, database or webhook source there`
+/**
+ * `relativePathProblem` plus what an unstorage key cannot carry: unstorage reads `:` as a folder
+ * separator and cuts a key at `?`, and refuses `.` segments; such a path would name another file.
+ */
+export function filePathProblem(path: string): string | undefined {
+  const problem = relativePathProblem(path)
+  if (problem) return problem
+  if (/[:?]/.test(path)) return "must not contain ':' or '?'"
+  if (path.split('/').some((s) => s === '.' || s === '')) return "must not contain '.' or empty segments"
+  return undefined
+}
+
+/** A file path as the unstorage key a driver receives (`uploads/a/x.csv` → `uploads:a:x.csv`). */
+export const keyOfPath = (path: string) => normalizeKey(path)
+/** The inverse of `keyOfPath` for paths that passed `filePathProblem` (no `:` of their own). */
+export const pathOfKey = (key: string) => key.replace(/:/g, '/')
+
+/**
+ * What a runtime given no file storage answers for file features: the runtime, and the way out
+ * (an R2 binding on Workers; a FileStore for a host that embeds the app; other source types).
+ */
+export function noFileStoreMessage(runtime: string, feature: string): string {
+  const remedy =
+    runtime === 'workers'
+      ? 'bind an R2 bucket as FILES in wrangler.toml ([[r2_buckets]])'
+      : 'give buildDeps a FileStore (files), e.g. nodeFileStore(FILES_DIR)'
+  return `${feature} needs file storage, which the ${runtime} runtime was not given: ${remedy}, or use an api, fhir, database or webhook source`
+}
+
+/** Counts bytes through a stream and errors it once more than `max` arrived; `over()` tells why. */
+function byteLimit(max: number) {
+  let size = 0
+  let over = false
+  const transform = new TransformStream<Uint8Array, Uint8Array>({
+    transform(chunk, controller) {
+      size += chunk.byteLength
+      if (size > max) {
+        over = true
+        controller.error(new FileAccessError('too_large', `File is larger than the limit of ${max} bytes`))
+      } else controller.enqueue(chunk)
+    },
+  })
+  return { transform, over: () => over, size: () => size }
+}
+
+/** A driver's raw value as a byte stream (drivers that cannot stream answer bytes or text). */
+function asStream(value: unknown): ReadableStream<Uint8Array> {
+  if (value instanceof ReadableStream) return value as ReadableStream<Uint8Array>
+  if (typeof value === 'string' || value instanceof ArrayBuffer || ArrayBuffer.isView(value)) {
+    return new Blob([value as BlobPart]).stream()
+  }
+  throw new Error(`the file storage answered a ${typeof value} instead of bytes`)
+}
+
+/**
+ * A FileStore over an unstorage storage (DATA-ENGINE: Files). Paths are checked with
+ * `filePathProblem` and become keys; the driver answers `getMeta(key).size`, streams with
+ * `getItemRaw(key, { type: 'stream' })` (bytes are accepted and wrapped) and takes a
+ * ReadableStream in `setItemRaw(key, stream, { size })`, storing it whole or not at all. The
+ * runtimes' drivers (`src/runtime/node-files.ts`, `src/runtime/workers-files.ts`) do so; unstorage's
+ * own fs and s3 drivers read whole files into memory, so fs is wrapped and s3 is not used.
+ */
+export function storageFileStore(storage: Storage): FileStore {
+  const keyOf = (path: string) => {
+    const problem = filePathProblem(path)
+    if (problem) throw new FileAccessError('invalid_path', `File path '${path}' ${problem}`)
+    return keyOfPath(path)
+  }
+  const missing = (path: string) => new FileAccessError('not_found', `File '${path}' does not exist in the files folder`)
+
+  return {
+    async stat(path) {
+      const meta = await storage.getMeta(keyOf(path), { nativeOnly: true })
+      if (typeof meta.size !== 'number') throw missing(path)
+      return { size: meta.size }
+    },
+    async read(path, options) {
+      const raw = await storage.getItemRaw(keyOf(path), { type: 'stream', signal: options?.signal })
+      if (raw === null || raw === undefined) throw missing(path)
+      return asStream(raw)
+    },
+    async write(path, body, { maxBytes, size }) {
+      const key = keyOf(path)
+      if (size !== undefined && size > maxBytes) {
+        await body.cancel().catch(() => {})
+        throw new FileAccessError('too_large', `File is larger than the limit of ${maxBytes} bytes`)
+      }
+      const limit = byteLimit(maxBytes)
+      try {
+        await storage.setItemRaw(key, body.pipeThrough(limit.transform), { size })
+      } catch (err) {
+        if (limit.over()) throw new FileAccessError('too_large', `File is larger than the limit of ${maxBytes} bytes`)
+        throw err
+      }
+      return { size: limit.size() }
+    },
+    async remove(path) {
+      await storage.removeItem(keyOf(path))
+    },
+  }
+}

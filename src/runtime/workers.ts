@@ -2,11 +2,11 @@
  * The Cloudflare Workers entry (`wrangler deploy`, `npm run build:worker`). Deps are built per
  * request from the Worker's env (an I/O object made in one request cannot serve another): the
  * D1 binding `DB` through drizzle-orm/d1, else libSQL over HTTP on DATABASE_URL; the KV binding
- * `CACHE` through unstorage. There is no file system: `files` stays undefined and file features
- * refuse with 400. The cron trigger runs the due syncs. Workers never migrate at run time:
+ * `CACHE` through unstorage; the R2 binding `FILES` as the file store of `file` sources and uploads
+ * (without it, file features refuse with a 400 naming the binding). The cron trigger runs the due syncs. Workers never migrate at run time:
  * `wrangler d1 migrations apply` applies migrations/ in the deploy step.
  */
-import type { D1Database, ExecutionContext, KVNamespace, ScheduledController } from '@cloudflare/workers-types/index.ts'
+import type { D1Database, ExecutionContext, KVNamespace, R2Bucket, ScheduledController } from '@cloudflare/workers-types/index.ts'
 import { createClient } from '@libsql/client/web'
 import { createStorage, type Storage } from 'unstorage'
 import kvDriver from 'unstorage/drivers/cloudflare-kv-binding'
@@ -21,11 +21,13 @@ import { createLogger } from '../lib/logger.ts'
 import { runDueSyncs } from '../scheduler/run-due-syncs.ts'
 import { sha256Hex } from './node-crypto.ts'
 import { d1Db } from './workers-d1.ts'
+import { r2FileStore } from './workers-files.ts'
 
 /** The Worker's env: the bindings of wrangler.toml plus string vars and secrets. */
 export interface WorkerEnv {
   DB?: D1Database
   CACHE?: KVNamespace
+  FILES?: R2Bucket
   [name: string]: unknown
 }
 
@@ -103,7 +105,8 @@ async function depsFor(env: WorkerEnv): Promise<Deps> {
   const log = createLogger(config.logLevel)
   // workerd's fetch must be called on the global object, not as a method of `deps.outbound`.
   const outboundFetch: typeof fetch = (input, init) => fetch(input, init)
-  const deps = await buildDeps(config, { db, storage, runtime: 'workers', sha256Hex, fetch: outboundFetch, log })
+  const files = env.FILES ? r2FileStore(env.FILES) : undefined
+  const deps = await buildDeps(config, { db, storage, files, runtime: 'workers', sha256Hex, fetch: outboundFetch, log })
   return { ...deps, ...isolate.shared }
 }
 

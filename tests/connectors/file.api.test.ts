@@ -59,6 +59,9 @@ describe('POST /api/panels/{panelId}/datasources (file sources)', () => {
     const cases: [Record<string, unknown>, string, string][] = [
       [{ filePath: '../outside.csv' }, 'csv', 'config.filePath'],
       [{ filePath: '/etc/passwd', format: 'csv' }, 'file', 'config.filePath'],
+      [{ filePath: 'exports:patients.csv' }, 'csv', 'config.filePath'],
+      [{ filePath: 'patients.csv?v=2' }, 'csv', 'config.filePath'],
+      [{ filePath: './patients.csv' }, 'csv', 'config.filePath'],
       [{ filePath: 'patients.csv', encoding: 'no-such-charset' }, 'csv', 'config.encoding'],
       [{ filePath: 'patients.csv', allowedExtensions: ['xlsx'] }, 'csv', 'config.filePath'],
       [{ filePath: 'patients.csv', format: 'xml' }, 'csv', 'config.format'],
@@ -99,8 +102,12 @@ describe('file sources on a runtime without a file system', () => {
     const panel = await createPanel(bob)
     const res = await createSource(bob, panel.id, { filePath: 'patients.csv' }, 'csv')
     expect(res.status).toBe(400)
+    expect(res.body.message).toBe("'csv' sources need file storage, which the node runtime was not given")
     expect(res.body.details).toEqual([
-      { path: 'type', message: expect.stringMatching(/needs a file system, which the node runtime does not have/) },
+      {
+        path: 'type',
+        message: expect.stringMatching(/needs file storage, which the node runtime was not given: give buildDeps/),
+      },
     ])
     expect((await bob.get(`/api/panels/${panel.id}/datasources`)).body).toEqual([])
   })

@@ -183,10 +183,10 @@ describe('file connector: refusals and malformed files', () => {
     )
   })
 
-  it('refuses on a runtime without a file system', async () => {
+  it('refuses on a runtime given no file storage, naming the runtime and the R2 binding', async () => {
     expect(
       (await failureOf({ filePath: 'patients.csv', format: 'csv' }, { files: undefined, runtime: 'workers' })).message,
-    ).toMatch(/^A file data source needs a file system, which the workers runtime does not have/)
+    ).toMatch(/^A file data source needs file storage, which the workers runtime was not given: bind an R2 bucket as FILES/)
   })
 
   it('says why a malformed csv, json, xml or xlsx file cannot be read', async () => {

@@ -258,4 +258,25 @@ export function smokeSuite(target: () => SmokeTarget) {
     expect(seen).toEqual(expect.arrayContaining(['Panel:CREATE', 'Column:CREATE', 'View:PUBLISH']))
     expect(res.body.changes.every((c: { tenantId: string }) => c.tenantId === tenant)).toBe(true)
   })
+
+  it("uploads a CSV to a file source, syncs it from the runtime's file store and reads the rows", async () => {
+    const headers = await as(tenant)
+    const post = (path: string, body: object) =>
+      call(url(path), { method: 'POST', headers, body: JSON.stringify({ tenantId: tenant, userId: 'alice', ...body }) })
+    const panelId = (await post('/api/panels', { name: 'Uploaded' })).body.id
+    expect((await post(`/api/panels/${panelId}/columns/base`, { name: 'Name', sourceField: 'name', type: 'text' })).status).toBe(
+      201,
+    )
+    const source = await post(`/api/panels/${panelId}/datasources`, { type: 'csv', config: { filePath: 'none.csv' } })
+    expect(source.status).toBe(201)
+    const upload = await call(url(`/api/datasources/${source.body.id}/file?filename=ward.csv&${q()}`), {
+      method: 'PUT',
+      headers: { authorization: headers.authorization, 'content-type': 'text/csv' },
+      body: 'id,name\n1,Grace\n2,Ada\n',
+    })
+    expect(upload.status).toBe(200)
+    expect(upload.body).toMatchObject({ syncStatus: 'success', recordsProcessed: 2 })
+    const rows = await call(url(`/api/panels/${panelId}/rows?sort=Name&${q()}`), { headers })
+    expect(rows.body.data.map((r: { Name: string }) => r.Name)).toEqual(['Ada', 'Grace'])
+  })
 }

@@ -17,8 +17,8 @@ const toml = (key: string) => new RegExp(`^${key}\\s*=\\s*"([^"]+)"`, 'm').exec(
 
 // The Workers entry bundled as `wrangler deploy` bundles it, in workerd through Miniflare, with a
 // local D1 migrated by `wrangler d1 migrations apply --local` (the deploy step's own command) and
-// a local KV namespace: the bindings of wrangler.toml.
-describe('Cloudflare Workers: the bundled entry in workerd (Miniflare, local D1 and KV)', () => {
+// a local KV namespace and a local R2 bucket: the bindings of wrangler.toml.
+describe('Cloudflare Workers: the bundled entry in workerd (Miniflare, local D1, KV and R2)', () => {
   let dir = ''
   let bundle: WorkerBundle
   let mf: Miniflare | undefined
@@ -54,6 +54,8 @@ describe('Cloudflare Workers: the bundled entry in workerd (Miniflare, local D1 
       d1Databases: { DB: toml('database_id')! },
       d1Persist: join(persist, 'v3', 'd1'),
       kvNamespaces: ['CACHE'],
+      r2Buckets: ['FILES'],
+      r2Persist: join(persist, 'v3', 'r2'),
       bindings: {
         NODE_ENV: 'production',
         JWT_SECRET: SMOKE_SECRET,
@@ -86,35 +88,107 @@ describe('Cloudflare Workers: the bundled entry in workerd (Miniflare, local D1 
     expect(health.redis).toEqual({ status: 'up', driver: 'kv' })
   })
 
-  it('refuses file features with 400 naming the workers runtime, and keeps serving', async () => {
+  it('uploads a CSV to a file source, stores it in R2 and syncs it from there on workerd', async () => {
     const headers = await bearer(SMOKE_SECRET, 'files-tenant', 'alice')
     const who = { tenantId: 'files-tenant', userId: 'alice' }
-    const panel = await (
-      await fetch(`${base}/api/panels`, { method: 'POST', headers, body: JSON.stringify({ name: 'Files', ...who }) })
-    ).json()
-    const sources = `${base}/api/panels/${panel.id}/datasources`
-    const file = await fetch(sources, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ name: 'CSV', type: 'file', config: { filePath: 'patients.csv' }, ...who }),
+    const q = 'tenantId=files-tenant&userId=alice'
+    const post = async (path: string, body: object) =>
+      fetch(`${base}${path}`, { method: 'POST', headers, body: JSON.stringify({ ...who, ...body }) })
+    const panel = await (await post('/api/panels', { name: 'Files' })).json()
+    expect((await post(`/api/panels/${panel.id}/columns/base`, { name: 'Name', sourceField: 'name', type: 'text' })).status).toBe(
+      201,
+    )
+    const created = await post(`/api/panels/${panel.id}/datasources`, {
+      name: 'CSV',
+      type: 'csv',
+      config: { filePath: 'pending.csv', keyField: 'id' },
     })
-    expect(file.status).toBe(400)
-    expect(JSON.stringify(await file.json())).toContain('needs a file system, which the workers runtime does not have')
+    expect(created.status).toBe(201)
+    const source = await created.json()
+    expect(source.errorMessage).toBe("File 'pending.csv' does not exist in the files folder")
 
-    const api = await fetch(sources, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({ name: 'API', type: 'api', config: { apiEndpoint: fixture!.url }, ...who }),
+    const upload = (body: BodyInit, init: RequestInit = {}, query = '') =>
+      fetch(`${base}/api/datasources/${source.id}/file?${q}${query}`, {
+        method: 'PUT',
+        ...init,
+        headers: { authorization: headers.authorization, ...(init.headers as object) },
+        body,
+      } as RequestInit)
+    const raw = await upload('id,name\n1,Ada\n2,Grace\n', { headers: { 'content-type': 'text/csv' } }, '&filename=patients.csv')
+    const synced = await raw.json()
+    expect(raw.status).toBe(200)
+    expect(synced).toMatchObject({ syncStatus: 'success', recordsProcessed: 2 })
+    expect(synced.config.filePath).toMatch(new RegExp(`^uploads/files-tenant-[0-9a-f]{16}/${source.id}/patients\\.csv$`))
+    const bucket = await mf!.getR2Bucket('FILES')
+    expect(await (await bucket.get(synced.config.filePath))?.text()).toBe('id,name\n1,Ada\n2,Grace\n')
+    const rows = await (await fetch(`${base}/api/panels/${panel.id}/rows?sort=Name&${q}`, { headers })).json()
+    expect(rows.data.map((r: { Name: string }) => r.Name)).toEqual(['Ada', 'Grace'])
+
+    // A body without Content-Length (chunked) goes to R2 in multipart parts: here two (5 MiB + rest).
+    // Its source reads 5 rows (maxRows): the whole file is in R2, the sync stays small for local D1.
+    const bigSource = await (
+      await post(`/api/panels/${panel.id}/datasources`, {
+        name: 'Big',
+        type: 'csv',
+        config: { filePath: 'none.csv', maxRows: 5 },
+      })
+    ).json()
+    const note = 'x'.repeat(20_000)
+    const lines = ['id,name,note', ...Array.from({ length: 300 }, (_, i) => `b${i},Patient ${i},${note}`)]
+    const big = new TextEncoder().encode(`${lines.join('\n')}\n`)
+    expect(big.byteLength).toBeGreaterThan(5 * 1024 * 1024)
+    const chunked = new ReadableStream<Uint8Array>({
+      start(c) {
+        for (let i = 0; i < big.byteLength; i += 256 * 1024) c.enqueue(big.subarray(i, i + 256 * 1024))
+        c.close()
+      },
     })
-    const source = await api.json()
-    const upload = await fetch(`${base}/api/datasources/${source.id}/file?tenantId=files-tenant&userId=alice`, {
+    const streamed = await fetch(`${base}/api/datasources/${bigSource.id}/file?${q}&filename=big.csv`, {
       method: 'PUT',
-      headers: { authorization: headers.authorization, 'content-type': 'text/csv' },
-      body: 'id,name\n1,Ada\n',
+      headers: { authorization: headers.authorization },
+      body: chunked,
+      duplex: 'half',
+    } as RequestInit)
+    const bigSynced = await streamed.json()
+    expect(streamed.status).toBe(200)
+    expect(bigSynced).toMatchObject({ syncStatus: 'success', recordsProcessed: 5 })
+    const stored = await bucket.get(bigSynced.config.filePath)
+    expect(Buffer.from(await stored!.arrayBuffer()).equals(big)).toBe(true)
+    expect((await fetch(`${base}/api/datasources/${bigSource.id}?${q}`, { method: 'DELETE', headers })).status).toBe(204)
+
+    // Over the source's maxFileSize while streaming (no Content-Length): 413, the multipart upload aborted.
+    const small = await (
+      await post(`/api/panels/${panel.id}/datasources`, {
+        name: 'Small',
+        type: 'csv',
+        config: { filePath: 'none.csv', maxFileSize: 100 },
+      })
+    ).json()
+    const tooBig = await fetch(`${base}/api/datasources/${small.id}/file?${q}&filename=small.csv`, {
+      method: 'PUT',
+      headers: { authorization: headers.authorization },
+      body: new Blob([`id\n${'1\n'.repeat(500)}`]).stream(),
+      duplex: 'half',
+    } as RequestInit)
+    expect(tooBig.status).toBe(413)
+    expect(
+      (await bucket.list({ prefix: synced.config.filePath.replace(/\/\d+\/patients\.csv$/, `/${small.id}/`) })).objects,
+    ).toEqual([])
+
+    // multipart/form-data (a file of known size) and a file put in the bucket by hand.
+    const form = new FormData()
+    form.set('file', new File(['id,name\n7,Alan\n'], 'form.csv', { type: 'text/csv' }))
+    expect(await (await upload(form)).json()).toMatchObject({ syncStatus: 'success', recordsProcessed: 1 })
+    expect(await bucket.head(synced.config.filePath)).toBeNull()
+    await bucket.put('exports/ward-3.csv', 'id,name\n9,Edsger\n')
+    const own = await post(`/api/panels/${panel.id}/datasources`, {
+      name: 'Export',
+      type: 'csv',
+      config: { filePath: 'exports/ward-3.csv' },
     })
-    expect(upload.status).toBe(400)
-    expect((await upload.json()).message).toContain('which the workers runtime does not have')
-    expect((await fetch(`${base}/health`)).status).toBe(200)
+    expect(await own.json()).toMatchObject({ syncStatus: 'success', errorMessage: null })
+    const all = await (await fetch(`${base}/api/panels/${panel.id}/rows?sort=Name&${q}`, { headers })).json()
+    expect(all.data.map((r: { Name: string }) => r.Name)).toEqual(['Alan', 'Edsger'])
   })
 
   it('runs due syncs from the cron trigger (scheduled → runDueSyncs on D1)', async () => {
@@ -198,6 +272,24 @@ describe('Cloudflare Workers: configuration and per-isolate state', () => {
     for (const variable of ['JWT_SECRET:', 'ENCRYPTION_KEY:', 'DATABASE_URL: Workers need the D1 binding DB']) {
       expect(stderr).toContain(variable)
     }
+  })
+
+  it('refuses uploads with 400 naming the workers runtime and the FILES binding when no R2 bucket is bound', async () => {
+    const mf = workerd(
+      { NODE_ENV: 'production', JWT_SECRET: SMOKE_SECRET, ENCRYPTION_KEY: 'k', LOG_LEVEL: 'silent' },
+      { d1Databases: ['DB'], kvNamespaces: ['CACHE'] },
+    )
+    const { authorization } = await bearer(SMOKE_SECRET, 'bare', 'alice')
+    const res = await mf.dispatchFetch('http://localhost/api/datasources/1/file?tenantId=bare&userId=alice', {
+      method: 'PUT',
+      headers: { authorization, 'content-type': 'text/csv' },
+      body: 'id\n1\n',
+    })
+    expect(res.status).toBe(400)
+    expect(((await res.json()) as { message: string }).message).toBe(
+      'Uploading a file needs file storage, which the workers runtime was not given: bind an R2 bucket as FILES in ' +
+        'wrangler.toml ([[r2_buckets]]), or use an api, fhir, database or webhook source',
+    )
   })
 
   it('keeps rate-limit windows per isolate across requests (deps are per request)', async () => {

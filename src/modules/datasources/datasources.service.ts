@@ -6,7 +6,7 @@ import { AppError, invalid, notFound } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { issuesToDetails } from '../../http/errors.ts'
 import { isoNow } from '../../lib/clock.ts'
-import { noFileSystemMessage } from '../../lib/files.ts'
+import { noFileStoreMessage } from '../../lib/files.ts'
 import { changeInsert, createdFields } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import { requirePanel } from '../panels/panels.service.ts'
@@ -32,8 +32,8 @@ const dto = async (ctx: ServiceContext, row: DataSourceRow) => toDataSourceDto(r
 function validateConfig(ctx: ServiceContext, type: string, config: Record<string, unknown>) {
   if (isFileSourceType(type) && !ctx.files) {
     throw invalid(
-      [{ path: 'type', message: noFileSystemMessage(ctx.runtime, 'A file data source') }],
-      `'${type}' sources are not available here`,
+      [{ path: 'type', message: noFileStoreMessage(ctx.runtime, 'A file data source') }],
+      `'${type}' sources need file storage, which the ${ctx.runtime} runtime was not given`,
     )
   }
   const connector = connectorFor(type)

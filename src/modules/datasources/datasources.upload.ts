@@ -5,7 +5,7 @@ import { syncRuns } from '../../db/schema.ts'
 import { AppError, conflict, invalid, tooLarge } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { issuesToDetails } from '../../http/errors.ts'
-import { FileAccessError, noFileSystemMessage } from '../../lib/files.ts'
+import { FileAccessError, noFileStoreMessage } from '../../lib/files.ts'
 import { type DataSourceRow, type SyncResultDto, type SyncRunDto, toDataSourceDto, toSyncRunDto } from './datasources.schemas.ts'
 import { maskConfig, unsealConfig } from './datasources.secrets.ts'
 import { requireDataSource, updateDataSource } from './datasources.service.ts'
@@ -155,8 +155,8 @@ export type UploadOutcome = { background: false; result: SyncResultDto } | { bac
 
 /**
  * `PUT /api/datasources/{id}/file` (DATA-ENGINE: Files, uploads): stores the request's file under
- * `uploads/<tenant>/<source id>/<safe name>` in FILES_DIR (atomically; nothing is left behind on
- * failure), within UPLOAD_MAX_BYTES and the source's `maxFileSize` (413) and `allowedExtensions`
+ * `uploads/<tenant>/<source id>/<safe name>` in the file store (FILES_DIR, or R2 on Workers),
+ * streamed and atomically (nothing is left behind on failure), within UPLOAD_MAX_BYTES and the source's `maxFileSize` (413) and `allowedExtensions`
  * (400); points the source's `filePath` at it (a config update with its change record), removes
  * the file uploaded before when its name differs, then syncs like `POST …/sync`.
  */
@@ -167,7 +167,7 @@ export async function uploadDataSourceFile(
   options: { background?: boolean } = {},
 ): Promise<UploadOutcome> {
   const files = ctx.files
-  if (!files) throw new AppError('VALIDATION_ERROR', noFileSystemMessage(ctx.runtime, 'Uploading a file'))
+  if (!files) throw new AppError('VALIDATION_ERROR', noFileStoreMessage(ctx.runtime, 'Uploading a file'))
   const source = await requireDataSource(ctx, id)
   if (!isFileSourceType(source.type)) {
     throw invalid(
@@ -197,7 +197,7 @@ export async function uploadDataSourceFile(
   if (parsed && !parsed.success)
     throw invalid(issuesToDetails(parsed.error.issues, 'config'), `Invalid ${source.type} data source config`)
   try {
-    await files.write(filePath, file.body, { maxBytes: max })
+    await files.write(filePath, file.body, { maxBytes: max, size: file.size })
   } catch (err) {
     if (err instanceof FileAccessError && err.reason === 'too_large') throw tooBig()
     throw err

@@ -183,7 +183,7 @@ describe('PUT /api/datasources/{id}/file', () => {
     expect(await storedFiles()).toEqual([])
   })
 
-  it('answers 400 on a runtime without a file system', async () => {
+  it('answers 400 on a runtime given no file storage', async () => {
     const bare = await makeTestApp()
     const bob = clientFor(bare.app, 'tenant-b', 'bob')
     const panel = await createPanel(bob)
@@ -206,6 +206,6 @@ describe('PUT /api/datasources/{id}/file', () => {
       body: CSV,
     })
     expect(res.status).toBe(400)
-    expect((await res.json()).message).toMatch(/^Uploading a file needs a file system/)
+    expect((await res.json()).message).toMatch(/^Uploading a file needs file storage, which the node runtime was not given/)
   })
 })
