@@ -46,6 +46,7 @@ describe('parseConfig defaults', () => {
       syncIntervalSeconds: 60,
       syncLimits: { maxBytes: 2 * 1024 ** 3, maxRecords: 10_000_000, timeoutMs: 900_000 },
       logLevel: 'info',
+      audit: { retentionDays: 2190, reads: true },
     })
   })
 
@@ -71,6 +72,7 @@ describe('parseConfig defaults', () => {
       RATE_LIMIT_PANELS: '5/10',
       SYNC_SCHEDULER: 'false',
       LOG_LEVEL: 'debug',
+      AUDIT_RETENTION_DAYS: '30',
     })
     expect(config).toMatchObject({
       port: 8080,
@@ -85,6 +87,7 @@ describe('parseConfig defaults', () => {
       allowPrivateNetworkSources: true,
       syncScheduler: false,
       logLevel: 'debug',
+      audit: { retentionDays: 30, reads: true },
     })
     expect(config.rateLimits.panels).toEqual({ limit: 5, windowSeconds: 10 })
   })
