@@ -1,5 +1,6 @@
 import type { CohortRule } from '../../db/schema.ts'
 import type { ServiceContext } from '../../http/context.ts'
+import { noteAccess } from '../audit/audit.record.ts'
 import { requirePanel } from '../panels/panels.service.ts'
 import { queryRowsPage } from '../views/views.query.run.ts'
 import { type PreparedRows, prepareRows, prepareViewRows } from '../views/views.query.ts'
@@ -19,6 +20,7 @@ export async function listPanelRows(
   url: string,
 ): Promise<RowsResponseDto> {
   const panel = await requirePanel(ctx, panelId)
+  noteAccess(ctx, { panelId: panel.id })
   const prepared = await prepareRows(ctx, { panel: { id: panel.id, cohortRule: panel.cohortRule as CohortRule } }, q)
   return answer(ctx, prepared, q, url)
 }
@@ -31,6 +33,7 @@ export async function listViewRows(
   url: string,
 ): Promise<RowsResponseDto> {
   const { row } = await loadVisibleView(ctx, viewId)
+  noteAccess(ctx, { panelId: row.panelId, viewId: row.id })
   return answer(ctx, await prepareViewRows(ctx, row, q), q, url)
 }
 
@@ -59,5 +62,6 @@ async function answer(ctx: ServiceContext, prepared: PreparedRows, q: RowsQueryI
   const body: RowsResponseDto = { data: result.rows, ...pageMeta(result.total, q.page, q.limit, url) }
   if (result.groups) body.groups = result.groups
   if (result.aggregations) body.aggregations = result.aggregations
+  noteAccess(ctx, { rowCount: body.data.length })
   return body
 }

@@ -1,4 +1,5 @@
 import { and, desc, eq, isNull, or, type SQL, sql } from 'drizzle-orm'
+import type { Cache } from '../../cache/cache.ts'
 import { insertedId } from '../../db/client.ts'
 import { type ChangeAction, type FieldChanges, panels, views } from '../../db/schema.ts'
 import { forbidden, notFound } from '../../errors.ts'
@@ -17,6 +18,9 @@ import {
 } from './views.schemas.ts'
 
 const viewKey = (id: number) => `view:${id}`
+
+/** Drops a view's cached row after a write outside this module (the audit's `accessedAt`). */
+export const dropCachedView = (cache: Cache, tenantId: string, id: number) => cache.del(tenantId, viewKey(id))
 
 /** The fields an update may change and whose diffs the UPDATE change record carries. */
 export const TRACKED = [
