@@ -3,6 +3,7 @@ import { dataSources, panels } from '../db/schema.ts'
 import type { Deps } from '../deps.ts'
 import { isConflict } from '../errors.ts'
 import type { ServiceContext } from '../http/context.ts'
+import { pruneAccessRecords } from '../modules/audit/audit.service.ts'
 import { recoverInterruptedSyncs, runSync } from '../modules/datasources/datasources.sync.ts'
 import { recomputeStalePanels } from '../modules/rows/rows.materialise.ts'
 
@@ -14,16 +15,19 @@ export interface DueSyncsReport {
   succeeded: number
   failed: number
   skipped: number
+  /** Access records deleted for being older than AUDIT_RETENTION_DAYS (bounded per step). */
+  auditPruned: number
 }
 
 /**
  * The scheduler's one step, shared by the interval loop (Node, Deno) and the cron trigger
  * (Workers): recovers syncs whose lease ran out, runs the sources whose `nextSyncAt` is due, one
- * after another, oldest first, at most `limit` per call, then recomputes panels left stale. A source another runner holds is
+ * after another, oldest first, at most `limit` per call, then recomputes panels left stale and
+ * deletes expired access records (a bounded batch per step). A source another runner holds is
  * skipped (its lease decides). Sources of deleted panels are never run.
  */
 export async function runDueSyncs(deps: Deps, now: Date = deps.clock.now(), limit = 20): Promise<DueSyncsReport> {
-  const report: DueSyncsReport = { recovered: 0, recomputed: 0, started: 0, succeeded: 0, failed: 0, skipped: 0 }
+  const report: DueSyncsReport = { recovered: 0, recomputed: 0, started: 0, succeeded: 0, failed: 0, skipped: 0, auditPruned: 0 }
   report.recovered = await recoverInterruptedSyncs(deps.db, now)
   const at = now.toISOString()
   const due = await deps.db
@@ -53,6 +57,7 @@ export async function runDueSyncs(deps: Deps, now: Date = deps.clock.now(), limi
     }
   }
   report.recomputed = await recomputeStalePanels(deps)
+  report.auditPruned = await pruneAccessRecords(deps, now)
   return report
 }
 
