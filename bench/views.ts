@@ -7,8 +7,11 @@
  *     before the view's summary is cached);
  *   - a grouped view with 3 aggregations (p50/p95, and the first request);
  *   - a CSV export of every row (rows/s);
- *   - the recompute of one calculated column after its formula changes (rows/s).
- * BENCH_ROWS (100000) and BENCH_REPEAT (30) tune it; BENCH_KEEP_DIR=1 keeps the database for a look.
+ *   - the recompute of one calculated column after its formula changes (rows/s);
+ *   - the read audit's cost (issue 12 point 6): the view page and the CSV export with the audit on
+ *     and off, interleaved in the same run (the audit is switched on the bench's own deps; there
+ *     is no variable to turn it off in a deployment). Goal: ≤ 5 % slower at p50.
+ * BENCH_ROWS (100000), BENCH_REPEAT (30) and BENCH_EXPORT_REPEAT (5) tune it; BENCH_KEEP_DIR=1 keeps the database for a look.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -28,6 +31,7 @@ import { patient } from './lib/fhir-patients.ts'
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000)
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 30)
+const EXPORT_REPEAT = Number(process.env.BENCH_EXPORT_REPEAT ?? 5)
 const SECRET = 'bench-secret-0123456789-0123456789-abcdef'
 
 async function main() {
@@ -138,6 +142,23 @@ async function run(dir: string) {
   const exportSeconds = (performance.now() - e0) / 1000
   const exported = csv.split('\n').filter(Boolean).length - 1
 
+  // The audit's cost: on and off alternate call by call, so drift of the machine hits both alike.
+  const setAudit = (on: boolean) => {
+    deps.config.audit.reads = on
+  }
+  const pageCall = async (i: number) => {
+    const body = await json('GET', `/api/views/${view.id}/rows?limit=50&page=${1 + (i % 5)}`)
+    if (body.data.length !== 50) throw new Error(`a page answered ${body.data.length} rows`)
+  }
+  const auditedPage = await alternating(REPEAT * 2, setAudit, pageCall)
+  const exportCall = async () => {
+    const text = await (await call('GET', `/api/views/${grouped.id}/export?format=csv`)).text()
+    if (text.length === 0) throw new Error('an empty export')
+  }
+  const auditedExport = await alternating(EXPORT_REPEAT, setAudit, exportCall)
+  setAudit(true)
+  const [{ n: records }] = await db.all<{ n: number }>(sql`SELECT count(*) AS n FROM access_records`)
+
   const r0 = performance.now()
   await json('PUT', `/api/columns/${calc.Senior.id}`, { formula: '{Age} >= 70' })
   for (;;) {
@@ -167,7 +188,35 @@ async function run(dir: string) {
   console.log(
     `| recompute of one calculated column | ${recomputeSeconds.toFixed(2)} s, ${rate(ROWS, recomputeSeconds)} rows/s | ≥ 20,000 rows/s: ${verdict(ROWS / recomputeSeconds >= 20_000)} |`,
   )
+  const slower = (m: { on: number; off: number }) => (m.on / m.off - 1) * 100
+  const cost = (name: string, m: { on: number; off: number }, unit: string, digits: number) =>
+    console.log(
+      `| ${name} | audit on p50 ${m.on.toFixed(digits)} ${unit}, off p50 ${m.off.toFixed(digits)} ${unit}: ${slower(m) >= 0 ? '+' : ''}${slower(m).toFixed(1)} % | ≤ 5 % slower: ${verdict(slower(m) <= 5)} |`,
+    )
+  cost('read audit: view page (50 rows)', auditedPage, 'ms', 2)
+  cost(`read audit: CSV export of ${exported.toLocaleString('en')} rows`, auditedExport, 'ms', 0)
+  console.log(`\n(${Number(records).toLocaleString('en')} access records written by this run)`)
   await deps.close()
+}
+
+/**
+ * p50 (ms) with the audit on and off of `n` calls each, alternating on/off, after one warm-up of each.
+ */
+async function alternating(n: number, setAudit: (on: boolean) => void, once: (i: number) => Promise<void>) {
+  const times = { on: [] as number[], off: [] as number[] }
+  for (const on of [true, false]) {
+    setAudit(on)
+    await once(0)
+  }
+  for (let i = 0; i < n * 2; i++) {
+    const on = i % 2 === 0
+    setAudit(on)
+    const t = performance.now()
+    await once(i >> 1)
+    times[on ? 'on' : 'off'].push(performance.now() - t)
+  }
+  const p50 = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]
+  return { on: p50(times.on), off: p50(times.off) }
 }
 
 /** p50/p95 of `n` calls after a first one, whose own time (summary not cached yet) is `first`. */

@@ -5,6 +5,7 @@ import { apiGuard } from './http/api-guard.ts'
 import { type AppEnv, type MakeDeps, mountPath } from './http/context.ts'
 import { defaultHook, notFound, onError } from './http/errors.ts'
 import { requestFrame } from './http/frame.ts'
+import { auditRouter } from './modules/audit/audit.routes.ts'
 import { changesRouter } from './modules/changes/changes.routes.ts'
 import { columnsRouter } from './modules/columns/columns.routes.ts'
 import { datasourcesRouter } from './modules/datasources/datasources.routes.ts'
@@ -55,6 +56,7 @@ export function createApp(makeDeps: MakeDeps) {
   app.route('/api', formulasRouter)
   app.route('/api', importRouter)
   app.route('/api', exportRouter)
+  app.route('/api', auditRouter)
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'Bearer', {
     type: 'http',

@@ -60,6 +60,7 @@ const ConfigSchema = z
     SYNC_MAX_BYTES: int(2 * 1024 ** 3, 1024, 2 ** 50),
     SYNC_MAX_RECORDS: int(10_000_000, 1, 1_000_000_000),
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).optional().default('info'),
+    AUDIT_RETENTION_DAYS: int(2190, 1, 36_500),
   })
   .superRefine(
     (env, ctx) => {
@@ -130,6 +131,12 @@ export interface Config {
   /** The service's own limits on one synchronisation (DATA-ENGINE: limits end a sync with an error). */
   syncLimits: { timeoutMs: number; maxBytes: number; maxRecords: number }
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent'
+  /**
+   * The read audit (docs/audit.md). `reads` is always true from the environment: there is no
+   * variable to turn the audit off. Only bench/views.ts sets it false on its own deps, to measure
+   * the audit's cost beside a baseline in the same run.
+   */
+  audit: { retentionDays: number; reads: boolean }
 }
 
 /** Thrown by parseConfig; `issues` names each bad variable. */
@@ -184,5 +191,6 @@ export function parseConfig(env: EnvRecord): Config {
     syncIntervalSeconds: e.SYNC_INTERVAL_SECONDS,
     syncLimits: { timeoutMs: e.SYNC_TIMEOUT_SECONDS * 1000, maxBytes: e.SYNC_MAX_BYTES, maxRecords: e.SYNC_MAX_RECORDS },
     logLevel: e.LOG_LEVEL,
+    audit: { retentionDays: e.AUDIT_RETENTION_DAYS, reads: true },
   }
 }

@@ -47,6 +47,7 @@ describe('parseConfig defaults', () => {
       syncIntervalSeconds: 60,
       syncLimits: { maxBytes: 2 * 1024 ** 3, maxRecords: 10_000_000, timeoutMs: 900_000 },
       logLevel: 'info',
+      audit: { retentionDays: 2190, reads: true },
     })
   })
 
@@ -72,6 +73,7 @@ describe('parseConfig defaults', () => {
       RATE_LIMIT_PANELS: '5/10',
       SYNC_SCHEDULER: 'false',
       LOG_LEVEL: 'debug',
+      AUDIT_RETENTION_DAYS: '30',
     })
     expect(config).toMatchObject({
       port: 8080,
@@ -86,6 +88,7 @@ describe('parseConfig defaults', () => {
       allowPrivateNetworkSources: true,
       syncScheduler: false,
       logLevel: 'debug',
+      audit: { retentionDays: 30, reads: true },
     })
     expect(config.rateLimits.panels).toEqual({ limit: 5, windowSeconds: 10 })
   })

@@ -298,3 +298,43 @@ export const notifications = sqliteTable(
     uniqueIndex('notifications_dedupe_idx').on(t.tenantId, t.userId, t.dedupeKey),
   ],
 )
+
+export type AccessAction = 'read' | 'export' | 'stream' | 'import'
+export type AccessOutcome = 'success' | 'invalid' | 'denied' | 'not_found' | 'cancelled' | 'failed'
+
+/**
+ * Access records (issue 12 point 6; docs/audit.md): one per request that reads row-level data or
+ * is refused on such a route. Kept AUDIT_RETENTION_DAYS, then deleted by the scheduler; never
+ * changed. Ids grow with time, which the retention step relies on (it deletes from the lowest id).
+ */
+export const accessRecords = sqliteTable(
+  'access_records',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    at: text().notNull(),
+    tenantId: text().notNull(),
+    /** The authenticated user (the token's), never a user the request names. */
+    userId: text().notNull(),
+    action: text().$type<AccessAction>().notNull(),
+    /** Null when the request named no panel or view of the caller's tenant. */
+    panelId: integer(),
+    viewId: integer(),
+    dataSourceId: integer(),
+    rowCount: integer().notNull(),
+    query: text({ mode: 'json' }).$type<Record<string, unknown>>().notNull(),
+    /** The request path as sent (a refused id of another tenant is kept only here). */
+    path: text().notNull(),
+    requestId: text().notNull(),
+    ip: text(),
+    userAgent: text(),
+    outcome: text().$type<AccessOutcome>().notNull(),
+    status: integer().notNull(),
+    errorCode: text(),
+  },
+  (t) => [
+    index('access_records_tenant_at_idx').on(t.tenantId, t.at),
+    index('access_records_tenant_user_idx').on(t.tenantId, t.userId, t.at),
+    index('access_records_tenant_panel_idx').on(t.tenantId, t.panelId, t.at),
+    index('access_records_tenant_view_idx').on(t.tenantId, t.viewId, t.at),
+  ],
+)

@@ -106,5 +106,7 @@ export function ctxOf(c: AppContext, ...inputs: (TenantClaim | undefined)[]): Se
   const ctx = Object.create(deps) as ServiceContext
   ctx.scope = scope
   ctx.meta = requestMeta(c)
+  const access = c.get('access')
+  if (access) ctx.access = access
   return ctx
 }

@@ -1,6 +1,7 @@
 import type { Context } from 'hono'
 import { basePath } from 'hono/route'
 import type { Deps } from '../deps.ts'
+import type { AccessEntry } from '../modules/audit/audit.record.ts'
 import type { HeaderRecord } from './response-headers.ts'
 import type { Claims } from './token-verifier.ts'
 
@@ -27,6 +28,8 @@ export interface RequestMeta {
 export interface ServiceContext extends Deps {
   scope: Scope
   meta: RequestMeta
+  /** The access record of an audited read route (src/modules/audit/audit.record.ts). */
+  access?: AccessEntry
 }
 
 export type MakeDeps = (env: unknown) => Deps | Promise<Deps>
@@ -43,6 +46,8 @@ export type AppEnv = {
     claims?: Claims
     /** The response's headers, gathered before the handler (src/http/response-headers.ts). */
     responseHeaders: HeaderRecord
+    /** Set by the audit middleware of routes that read rows. */
+    access?: AccessEntry
   }
 }
 

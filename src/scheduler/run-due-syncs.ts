@@ -3,6 +3,7 @@ import { dataSources, panels } from '../db/schema.ts'
 import type { Deps } from '../deps.ts'
 import { isConflict } from '../errors.ts'
 import type { ServiceContext } from '../http/context.ts'
+import { pruneAccessRecords } from '../modules/audit/audit.service.ts'
 import { recoverInterruptedSyncs, runSync } from '../modules/datasources/datasources.sync.ts'
 import { recomputeStalePanels } from '../modules/rows/rows.materialise.ts'
 import { expireDuePublications } from '../modules/views/views.expiry.ts'
@@ -17,17 +18,28 @@ export interface DueSyncsReport {
   succeeded: number
   failed: number
   skipped: number
+  /** Access records deleted for being older than AUDIT_RETENTION_DAYS (bounded per step). */
+  auditPruned: number
 }
 
 /**
  * The scheduler's one step, shared by the interval loop (Node, Deno) and the cron trigger
  * (Workers): recovers syncs whose lease ran out, runs the sources whose `nextSyncAt` is due, one
- * after another, oldest first, at most `limit` per call, then recomputes panels left stale and ends
- * publications past their expiry. A source another runner holds is
- * skipped (its lease decides). Sources of deleted panels are never run.
+ * after another, oldest first, at most `limit` per call, then recomputes panels left stale, ends
+ * publications past their expiry and deletes expired access records (a bounded batch per step). A
+ * source another runner holds is skipped (its lease decides). Sources of deleted panels are never run.
  */
 export async function runDueSyncs(deps: Deps, now: Date = deps.clock.now(), limit = 20): Promise<DueSyncsReport> {
-  const report: DueSyncsReport = { recovered: 0, recomputed: 0, expired: 0, started: 0, succeeded: 0, failed: 0, skipped: 0 }
+  const report: DueSyncsReport = {
+    recovered: 0,
+    recomputed: 0,
+    expired: 0,
+    started: 0,
+    succeeded: 0,
+    failed: 0,
+    skipped: 0,
+    auditPruned: 0,
+  }
   report.recovered = await recoverInterruptedSyncs(deps.db, now)
   const at = now.toISOString()
   const due = await deps.db
@@ -58,6 +70,7 @@ export async function runDueSyncs(deps: Deps, now: Date = deps.clock.now(), limi
   }
   report.recomputed = await recomputeStalePanels(deps)
   report.expired = await expireDuePublications((tenantId) => systemContext(deps, tenantId), deps.db, now)
+  report.auditPruned = await pruneAccessRecords(deps, now)
   return report
 }
 

@@ -18,7 +18,7 @@ function realDate(value: string) {
  * A timestamp in the query, normalised to the stored form (UTC, milliseconds) so it compares as
  * text with `created_at`. A date-time without an offset is read as UTC, never as server-local time.
  */
-const QueryTimestamp = z
+export const QueryTimestamp = z
   .string()
   .transform((value, ctx) => {
     const withZone = /T[^Z+-]*$/i.test(value) ? `${value}Z` : value
@@ -31,7 +31,7 @@ const QueryTimestamp = z
   })
   .openapi({ type: 'string', format: 'date-time', example: '2026-01-01T00:00:00.000Z' } as never)
 
-const QueryId = z
+export const QueryId = z
   .string()
   .regex(/^[1-9]\d{0,15}$/, 'must be a positive integer')
   .transform(Number)

@@ -1,6 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
 import { bearer, createRouter, errorResponses, IdParam } from '../../http/router.ts'
+import { auditAccess } from '../audit/audit.record.ts'
 import { ExportQuery } from './rows.export.schemas.ts'
 import { contentDisposition, exportView } from './rows.export.ts'
 
@@ -16,6 +17,7 @@ const exportRoute = createRoute({
     'Streams all matching rows (the view’s filters and columns, the panel’s cohort rule), in record order, up to `maxRows`; ' +
     '`compression=gzip` answers a .gz file. A published view of another user whose `publishConfig.allowDownload` is false is a 403. See docs/import-export.md.',
   security: bearer,
+  middleware: auditAccess('export', 'view'),
   request: { params: IdParam, query: ExportQuery },
   responses: {
     200: {

@@ -2,12 +2,13 @@ import { and, eq, inArray } from 'drizzle-orm'
 import { columns, type FilterCriterion } from '../../db/schema.ts'
 import { type FieldIssue, forbidden, invalid } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
+import { noteAccess, streamAccess } from '../audit/audit.record.ts'
 import { rowBatches } from '../views/views.query.run.ts'
 import { prepareViewRows } from '../views/views.query.ts'
 import { rowLimitsFor } from '../views/views.rows-scope.ts'
-import { loadViewFor } from '../views/views.service.ts'
+import { loadVisibleView, requireViewPermission } from '../views/views.service.ts'
 import { loadExcelJs, writeExcel } from './rows.export.excel.ts'
-import { loadPdfKit, writePdf } from './rows.export.pdf.ts'
+import { loadPdfKit, PDF_MAX_ROWS, writePdf } from './rows.export.pdf.ts'
 import { type DateRange, dateRangeOf, type ExportQueryInput } from './rows.export.schemas.ts'
 import { pushStream } from './rows.export.stream.ts'
 import { writeCsv, writeJson } from './rows.export.text.ts'
@@ -31,8 +32,10 @@ export interface ExportDownload {
  * found before the download starts, so they are ordinary 400s.
  */
 export async function exportView(ctx: ServiceContext, viewId: number, q: ExportQueryInput): Promise<ExportDownload> {
-  const loaded = await loadViewFor(ctx, viewId, 'read', 'export its rows')
+  const loaded = await loadVisibleView(ctx, viewId)
   const view = loaded.row
+  noteAccess(ctx, { panelId: view.panelId, viewId: view.id })
+  requireViewPermission(loaded, 'read', 'export its rows')
   if (!loaded.access.canDownload) {
     throw forbidden(`Downloads of view ${viewId} are turned off by its publisher (publishConfig.allowDownload)`)
   }
@@ -46,19 +49,21 @@ export async function exportView(ctx: ServiceContext, viewId: number, q: ExportQ
     q.includeData === false
       ? (async function* () {})()
       : rowBatches(ctx, prepared, { batchSize: EXPORT_BATCH, maxRows: q.maxRows })
+  const writer = writerFor(q.format, ctx.runtime)
+  // The library of a binary format is loaded before the response starts: a runtime without it is a 400.
+  if (q.format === 'excel') await loadExcelJs(ctx.runtime)
+  if (q.format === 'pdf') await loadPdfKit(ctx.runtime)
+  // From here on nothing is refused: the access record is written when the stream ends, with the rows it carried.
+  const audit = streamAccess(ctx, batches, q.format === 'pdf' ? PDF_MAX_ROWS : undefined)
   const table = {
     title: view.name,
     exportedAt: ctx.clock.now(),
     columns: exportColumns,
     includeFormulas: q.includeFormulas === true,
-    batches,
+    batches: audit.batches,
   }
-  const writer = writerFor(q.format, ctx.runtime)
-  // The library of a binary format is loaded before the response starts: a runtime without it is a 400.
-  if (q.format === 'excel') await loadExcelJs(ctx.runtime)
-  if (q.format === 'pdf') await loadPdfKit(ctx.runtime)
   let body = pushStream(
-    (push) => writer(table, push),
+    (push) => audit.run(() => writer(table, push)),
     (err) => ctx.log.error('export failed after it started', { viewId, format: q.format, error: (err as Error)?.message }),
   )
   const gzip = q.compression === 'gzip'

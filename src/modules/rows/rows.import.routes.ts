@@ -2,6 +2,7 @@ import { createRoute } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
 import { sendJson } from '../../http/response-headers.ts'
 import { bearer, createRouter, errorResponses, PanelIdParam, TenantQuery } from '../../http/router.ts'
+import { auditAccess } from '../audit/audit.record.ts'
 import { readImportRequest } from './rows.import.request.ts'
 import { ImportConfigSchema, ImportJsonBody, ImportReport } from './rows.import.schemas.ts'
 import { importIntoPanel } from './rows.import.ts'
@@ -17,6 +18,7 @@ const importRoute = createRoute({
     '(config, format, unreadable, missing mapped fields) is a 400 and changes nothing; over `validation.maxFileSize` or IMPORT_MAX_BYTES/IMPORT_MAX_ROWS a 413. ' +
     'Otherwise rows with problems are rejected and reported by their 1-based data row, the others imported. See docs/import-export.md.',
   security: bearer,
+  middleware: auditAccess('import', 'panel'),
   request: {
     params: PanelIdParam,
     query: TenantQuery,

@@ -3,6 +3,7 @@ import { columns } from '../../db/schema.ts'
 import { tooLarge } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
+import { noteAccess } from '../audit/audit.record.ts'
 import { changeInsert } from '../changes/changes.service.ts'
 import { createBaseColumn } from '../columns/columns.service.ts'
 import { notifyViewMembershipChanges, snapshotViewMembership } from '../notifications/notifications.membership.ts'
@@ -37,6 +38,19 @@ import { loadPanelPlan } from './rows.materialise.ts'
  */
 export async function importIntoPanel(ctx: ServiceContext, panelId: number, input: ImportInput): Promise<ImportReportDto> {
   const panel = await requirePanel(ctx, panelId)
+  noteAccess(ctx, { panelId: panel.id, query: { config: input.config } })
+  const report = await runImport(ctx, panel, input)
+  // The report speaks of every row read (by number, with its problems): the audit counts those.
+  noteAccess(ctx, { dataSourceId: report.dataSourceId || undefined, rowCount: report.rowsRead })
+  return report
+}
+
+async function runImport(
+  ctx: ServiceContext,
+  panel: Awaited<ReturnType<typeof requirePanel>>,
+  input: ImportInput,
+): Promise<ImportReportDto> {
+  const panelId = panel.id
   const { maxBytes, maxRows } = ctx.config.importLimits
   const own = input.config.validation.maxFileSize
   if (own !== undefined && input.size > own) {

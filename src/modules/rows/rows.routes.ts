@@ -2,6 +2,7 @@ import { createRoute } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
 import { sendJson } from '../../http/response-headers.ts'
 import { bearer, createRouter, errorResponses, PanelIdParam } from '../../http/router.ts'
+import { auditAccess } from '../audit/audit.record.ts'
 import { RowsQuery, RowsResponse } from './rows.schemas.ts'
 import { listPanelRows } from './rows.service.ts'
 
@@ -18,6 +19,7 @@ const panelRowsRoute = createRoute({
   summary: "A panel's rows (owner only): every column, the cohort rule applied",
   description: rowsRouteDescription,
   security: bearer,
+  middleware: auditAccess('read', 'panel'),
   request: { params: PanelIdParam, query: RowsQuery },
   responses: {
     200: { description: 'One page of rows', content: { 'application/json': { schema: RowsResponse } } },

@@ -1,10 +1,11 @@
 import type { CohortRule } from '../../db/schema.ts'
 import type { ServiceContext } from '../../http/context.ts'
+import { noteAccess } from '../audit/audit.record.ts'
 import { requirePanel } from '../panels/panels.service.ts'
 import { queryRowsPage } from '../views/views.query.run.ts'
 import { type PreparedRows, prepareRows, prepareViewRows } from '../views/views.query.ts'
 import { rowLimitsFor } from '../views/views.rows-scope.ts'
-import { loadViewFor } from '../views/views.service.ts'
+import { loadVisibleView, requireViewPermission } from '../views/views.service.ts'
 import type { RowsQueryInput, RowsResponseDto } from './rows.schemas.ts'
 
 /**
@@ -21,6 +22,7 @@ export async function listPanelRows(
   url: string,
 ): Promise<RowsResponseDto> {
   const panel = await requirePanel(ctx, panelId)
+  noteAccess(ctx, { panelId: panel.id })
   const prepared = await prepareRows(ctx, { panel: { id: panel.id, cohortRule: panel.cohortRule as CohortRule } }, q)
   return answer(ctx, prepared, q, url)
 }
@@ -32,7 +34,9 @@ export async function listViewRows(
   q: RowsQueryInput,
   url: string,
 ): Promise<RowsResponseDto> {
-  const view = await loadViewFor(ctx, viewId, 'read', 'read its rows')
+  const view = await loadVisibleView(ctx, viewId)
+  noteAccess(ctx, { panelId: view.row.panelId, viewId: view.row.id })
+  requireViewPermission(view, 'read', 'read its rows')
   return answer(ctx, await prepareViewRows(ctx, view.row, q, await rowLimitsFor(ctx, view)), q, url)
 }
 
@@ -61,5 +65,6 @@ async function answer(ctx: ServiceContext, prepared: PreparedRows, q: RowsQueryI
   const body: RowsResponseDto = { data: result.rows, ...pageMeta(result.total, q.page, q.limit, url) }
   if (result.groups) body.groups = result.groups
   if (result.aggregations) body.aggregations = result.aggregations
+  noteAccess(ctx, { rowCount: body.data.length })
   return body
 }

@@ -2,6 +2,7 @@ import { createRoute } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
 import { sendJson } from '../../http/response-headers.ts'
 import { bearer, createRouter, errorResponses, IdParam, TenantQuery } from '../../http/router.ts'
+import { auditAccess } from '../audit/audit.record.ts'
 import { rowsRouteDescription } from '../rows/rows.routes.ts'
 import { RowsQuery, RowsResponse } from '../rows/rows.schemas.ts'
 import { listViewRows } from '../rows/rows.service.ts'
@@ -161,6 +162,7 @@ const rowsRoute = createRoute({
     "A view's rows: its filters, sorting, columns, groups and aggregations (owner, or any user of the tenant when published)",
   description: `${rowsRouteDescription} The request's \`filters\` are ANDed with the view's; \`groups\` and \`aggregations\` come when the view has groupBy or aggregations.`,
   security: bearer,
+  middleware: auditAccess('read', 'view'),
   request: { params: IdParam, query: RowsQuery },
   responses: { 200: json(RowsResponse, 'One page of the view rows'), ...errorResponses },
 })

@@ -259,6 +259,9 @@ export const View = z
     aggregations: z.array(JsonObject),
     createdAt: Timestamp,
     updatedAt: Timestamp,
+    accessedAt: Timestamp.nullable().openapi({
+      description: 'When the view’s rows were last read (rows, export), to the minute; see docs/audit.md',
+    }),
     panel: z.object({ id: z.number().int(), name: z.string() }),
   })
   .openapi('View')
@@ -368,6 +371,7 @@ export const toViewDto = (row: ViewRow, panel: { id: number; name: string }, acc
     aggregations: row.aggregations as unknown as Record<string, unknown>[],
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
+    accessedAt: row.accessedAt ?? null,
     panel: { id: panel.id, name: panel.name },
   }
 }

@@ -1,5 +1,6 @@
 import { and, desc, eq, isNull, or, type SQL, sql } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
+import type { Cache } from '../../cache/cache.ts'
 import { insertedId } from '../../db/client.ts'
 import { type ChangeAction, type FieldChanges, panels, views } from '../../db/schema.ts'
 import { notFound, permissionDenied } from '../../errors.ts'
@@ -22,6 +23,9 @@ import {
   type ViewDto,
   type ViewRow,
 } from './views.schemas.ts'
+
+/** Drops a view's cached row after a write outside this module (the audit's `accessedAt`). */
+export const dropCachedView = (cache: Cache, tenantId: string, id: number) => cache.del(tenantId, viewKey(id))
 
 /** The fields an update may change and whose diffs the UPDATE change record carries. */
 export const TRACKED = [
@@ -82,8 +86,13 @@ export async function loadVisibleView(ctx: ServiceContext, id: number): Promise<
  */
 export async function loadViewFor(ctx: ServiceContext, id: number, permission: ViewPermission, doing: string) {
   const view = await loadVisibleView(ctx, id)
-  if (!view.access.permissions.has(permission)) throw permissionDenied(permission, doing)
+  requireViewPermission(view, permission, doing)
   return view
+}
+
+/** A 403 naming `permission` unless the caller has it on the view (the owner and admins have all). */
+export function requireViewPermission(view: LoadedView, permission: ViewPermission, doing: string) {
+  if (!view.access.permissions.has(permission)) throw permissionDenied(permission, doing)
 }
 
 export interface ViewWrite {

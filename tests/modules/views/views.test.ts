@@ -34,6 +34,7 @@ describe('POST /api/views', () => {
       aggregations: [],
       createdAt: '2026-01-01T12:00:00.000Z',
       updatedAt: '2026-01-01T12:00:00.000Z',
+      accessedAt: null,
       panel: { id: w.panelId, name: 'Diabetes' },
     })
   })
