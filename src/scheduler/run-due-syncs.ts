@@ -5,16 +5,9 @@ import { isConflict } from '../errors.ts'
 import type { ServiceContext } from '../http/context.ts'
 import { recoverInterruptedSyncs, runSync } from '../modules/datasources/datasources.sync.ts'
 import { recomputeStalePanels } from '../modules/rows/rows.materialise.ts'
+import type { DueSyncsReport } from './due-syncs-report.ts'
 
-export interface DueSyncsReport {
-  recovered: number
-  /** Rows rewritten by recomputing panels left stale (a restart during a background recompute, Workers). */
-  recomputed: number
-  started: number
-  succeeded: number
-  failed: number
-  skipped: number
-}
+export type { DueSyncsReport }
 
 /**
  * The scheduler's one step, shared by the interval loop (Node, Deno) and the cron trigger

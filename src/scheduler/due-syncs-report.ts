@@ -1,0 +1,13 @@
+/**
+ * What one scheduler step did. A module of its own, without imports, so the package's public
+ * declarations (src/index.ts) can name it without reaching the database types.
+ */
+export interface DueSyncsReport {
+  recovered: number
+  /** Rows rewritten by recomputing panels left stale (a restart during a background recompute, Workers). */
+  recomputed: number
+  started: number
+  succeeded: number
+  failed: number
+  skipped: number
+}
