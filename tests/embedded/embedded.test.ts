@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { openPanelService, type PanelService, parseConfig } from '../../src/index.ts'
+import { ConfigError, openPanelService, type PanelService, parseConfig } from '../../src/index.ts'
 import { bearer, smokeSuite } from '../runtime/smoke.ts'
 
 // A host application that embeds the service the way docs/embedding.md shows: the package entry's
@@ -145,5 +145,30 @@ describe('rate limits under a mount path', () => {
     expect(sync.headers.get('RateLimit-Limit')).toBe('3')
     const panels = await host.request('/panels-api/api/panels?tenantId=tenant-rl&userId=user-rl', { headers })
     expect(panels.headers.get('RateLimit-Limit')).toBe('100')
+  })
+})
+
+describe('openPanelService', () => {
+  it('refuses to open without JWT_SECRET and ENCRYPTION_KEY, naming both', async () => {
+    const opening = openPanelService({ NODE_ENV: 'test', DATABASE_URL: ':memory:', LOG_LEVEL: 'silent' })
+    await expect(opening).rejects.toBeInstanceOf(ConfigError)
+    await expect(opening).rejects.toMatchObject({
+      issues: [
+        { variable: 'JWT_SECRET', message: 'required when embedded' },
+        { variable: 'ENCRYPTION_KEY', message: 'required when embedded' },
+      ],
+    })
+  })
+
+  it('runs one scheduler step, keeps one loop, and close() stops the loop and closes the database once', async () => {
+    const { service } = await hostWith(join(dir, 'close'))
+    expect(await service.runDueSyncs()).toEqual({ recovered: 0, recomputed: 0, started: 0, succeeded: 0, failed: 0, skipped: 0 })
+    const loop = service.startScheduler()
+    service.startScheduler()
+    await service.close()
+    await service.close()
+    await loop.stop()
+    await expect(service.runDueSyncs()).rejects.toThrow()
+    expect(() => service.startScheduler()).toThrow('the panel service is closed')
   })
 })
