@@ -53,8 +53,11 @@ const HOST_TSCONFIG = {
     outDir: 'build',
     rootDir: '.',
   },
-  files: ['host.ts'],
+  files: ['host.ts', 'docs-host.ts'],
 }
+
+/** The host docs/embedding.md shows (its first TypeScript block), type-checked beside ours. */
+const docsHost = () => /```ts\n([\s\S]*?)```/.exec(readFileSync(join(ROOT, 'docs/embedding.md'), 'utf8'))![1]
 
 type LockEntry = Parameters<typeof lockSubset>[0][string]
 
@@ -147,6 +150,7 @@ describe('the packed library in a plain-Node host with its own Hono', () => {
     ;[packed] = JSON.parse(out.slice(out.search(/^\[/m)))
     writeHostManifests(dir, packed)
     writeFileSync(join(dir, 'host.ts'), HOST_TS)
+    writeFileSync(join(dir, 'docs-host.ts'), docsHost())
     writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify(HOST_TSCONFIG, null, 2))
     execFileSync('npm', ['ci', '--prefer-offline', '--ignore-scripts', '--no-audit', '--no-fund'], {
       cwd: dir,
@@ -177,7 +181,8 @@ describe('the packed library in a plain-Node host with its own Hono', () => {
     expect(copiesOf(dir, 'hono')).toEqual([join(dir, 'node_modules', 'hono')])
   })
 
-  it('type-checks the host under strict with skipLibCheck: false, and compiles it', () => {
+  it('type-checks the hosts (ours and the one docs/embedding.md shows) under strict with skipLibCheck: false', () => {
+    expect(docsHost().trimEnd().split('\n').length).toBeLessThan(15)
     const tsc = join(ROOT, 'node_modules/typescript/bin/tsc')
     try {
       execFileSync(process.execPath, [tsc, '-p', dir], { cwd: dir, stdio: 'pipe', timeout: 120_000 })
@@ -185,6 +190,7 @@ describe('the packed library in a plain-Node host with its own Hono', () => {
       throw new Error(`tsc failed in the host:\n${(err as { stdout?: Buffer }).stdout?.toString()}`)
     }
     expect(existsSync(join(dir, 'build/host.js'))).toBe(true)
+    expect(existsSync(join(dir, 'build/docs-host.js'))).toBe(true)
   }, 130_000)
 
   describe('runs on plain node: mounted under /panels-api, one tenant, scheduled syncs', () => {
