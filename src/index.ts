@@ -1,24 +1,25 @@
 /**
- * The package entry for hosts that embed the service (docs/runtimes.md, "Embedded"):
+ * The package entry for hosts that embed the service (docs/embedding.md), built to dist/lib by
+ * `npm run build:lib`:
  *
  * ```ts
- * const config = parseConfig({ ...hostEnvironment, SINGLE_TENANT_ID: 'clinic-7' })
- * const deps = await buildDeps(config, await nodePrimitives(config)) // opens and migrates the database
- * host.route('/panels-api', createApp(() => deps))
+ * const panels = await openPanelService({ ...process.env, SINGLE_TENANT_ID: 'clinic-7' })
+ * host.route('/panels-api', panels.app)
+ * panels.startScheduler()
  * ```
  *
- * A host with its own libSQL client uses `createDb(client)` and `applyMigrations(db)` instead of
- * `nodePrimitives`. The Node builders come from src/runtime/ (node:fs, native libSQL); everything
- * else here is runtime-neutral.
+ * Everything exported here is typed by Hono and this package's own plain types only: the database
+ * (drizzle) and cache (unstorage) types stay inside, so a strict host type-checks the declarations
+ * with `skipLibCheck: false`. scripts/build-lib.ts refuses a build whose declarations reach further.
  */
-export { type App, createApp, OPENAPI_INFO } from './app.ts'
-export { type Config, ConfigError, type EnvRecord, parseConfig } from './config.ts'
-export { createDb, type Db } from './db/client.ts'
-export { buildDeps, type Deps, type Primitives } from './deps.ts'
-export type { MakeDeps } from './http/context.ts'
-export type { FileStore } from './lib/files.ts'
-export { createLogger, type Logger } from './lib/logger.ts'
+export { type Config, ConfigError, type EnvRecord, parseConfig, type RateLimitRule } from './config.ts'
+export { createLogger, type LogFields, type Logger, type LogLevel } from './lib/logger.ts'
 export { signToken, type TokenRequest } from './lib/tokens.ts'
-export { applyMigrations, MIGRATIONS_DIR } from './runtime/migrate.ts'
-export { nodeFileStore } from './runtime/node-files.ts'
-export { nodePrimitives, openDatabase, openStorage, withDevSecrets } from './runtime/node-primitives.ts'
+export {
+  type EmbedOptions,
+  openPanelService,
+  type PanelService,
+  type SchedulerLoop,
+  type ServiceApp,
+} from './runtime/embedded.ts'
+export type { DueSyncsReport } from './scheduler/due-syncs-report.ts'

@@ -7,20 +7,9 @@ import { pruneAccessRecords } from '../modules/audit/audit.service.ts'
 import { recoverInterruptedSyncs, runSync } from '../modules/datasources/datasources.sync.ts'
 import { recomputeStalePanels } from '../modules/rows/rows.materialise.ts'
 import { expireDuePublications } from '../modules/views/views.expiry.ts'
+import type { DueSyncsReport } from './due-syncs-report.ts'
 
-export interface DueSyncsReport {
-  recovered: number
-  /** Rows rewritten by recomputing panels left stale (a restart during a background recompute, Workers). */
-  recomputed: number
-  /** Published views ended at their publishConfig.expiresAt. */
-  expired: number
-  started: number
-  succeeded: number
-  failed: number
-  skipped: number
-  /** Access records deleted for being older than AUDIT_RETENTION_DAYS (bounded per step). */
-  auditPruned: number
-}
+export type { DueSyncsReport }
 
 /**
  * The scheduler's one step, shared by the interval loop (Node, Deno) and the cron trigger

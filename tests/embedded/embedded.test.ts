@@ -5,15 +5,16 @@ import { join } from 'node:path'
 import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildDeps, createApp, type Deps, nodePrimitives, parseConfig } from '../../src/index.ts'
+import { ConfigError, openPanelService, type PanelService, parseConfig } from '../../src/index.ts'
 import { bearer, smokeSuite } from '../runtime/smoke.ts'
 
-// A host application that embeds the service the way docs/runtimes.md shows: the package entry,
-// the Node builders (a real libSQL file, migrated), and `host.route('/panels-api', …)`.
+// A host application that embeds the service the way docs/embedding.md shows: the package entry's
+// openPanelService (a real libSQL file, migrated) and `host.route('/panels-api', …)`. The packed
+// package in a host of its own is tests/runtime/library.test.ts.
 const SECRET = 'embedded-host-secret-that-is-long-enough-0123'
 
 async function hostWith(dir: string, env: Record<string, string> = {}) {
-  const config = parseConfig({
+  const service = await openPanelService({
     NODE_ENV: 'test',
     JWT_SECRET: SECRET,
     ENCRYPTION_KEY: 'embedded-encryption-key',
@@ -22,25 +23,21 @@ async function hostWith(dir: string, env: Record<string, string> = {}) {
     LOG_LEVEL: 'silent',
     ...env,
   })
-  const deps = await buildDeps(config, await nodePrimitives(config))
   const host = new Hono()
   host.get('/', (c) => c.text('host home'))
-  host.route(
-    '/panels-api',
-    createApp(() => deps),
-  )
-  return { host, deps }
+  host.route('/panels-api', service.app)
+  return { host, service }
 }
 
 let dir: string
-const opened: Deps[] = []
+const opened: PanelService[] = []
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'embedded-'))
 })
 
 afterAll(async () => {
-  for (const deps of opened) await deps.close()
+  for (const service of opened) await service.close()
   rmSync(dir, { recursive: true, force: true })
 })
 
@@ -49,8 +46,8 @@ describe('embedded under /panels-api in a host app served over HTTP', () => {
   let base = ''
 
   beforeAll(async () => {
-    const { host, deps } = await hostWith(join(dir, 'multi'))
-    opened.push(deps)
+    const { host, service } = await hostWith(join(dir, 'multi'))
+    opened.push(service)
     server = serve({ fetch: host.fetch, port: 0, hostname: '127.0.0.1' })
     await new Promise<void>((resolve) => server!.once('listening', () => resolve()))
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/panels-api`
@@ -86,7 +83,7 @@ describe('single-tenant mode (SINGLE_TENANT_ID)', () => {
 
   beforeAll(async () => {
     const built = await hostWith(join(dir, 'single'), { SINGLE_TENANT_ID: 'clinic-7' })
-    opened.push(built.deps)
+    opened.push(built.service)
     host = built.host
   })
 
@@ -133,13 +130,13 @@ describe('single-tenant mode (SINGLE_TENANT_ID)', () => {
 
 describe('rate limits under a mount path', () => {
   it('counts view and sync requests in their own buckets, as at the root', async () => {
-    const { host, deps } = await hostWith(join(dir, 'limits'), {
+    const { host, service } = await hostWith(join(dir, 'limits'), {
       RATE_LIMIT_ENABLED: 'true',
       RATE_LIMIT_PANELS: '100/900',
       RATE_LIMIT_VIEWS: '7/900',
       RATE_LIMIT_SYNCS: '3/60',
     })
-    opened.push(deps)
+    opened.push(service)
     const headers = await bearer(SECRET, 'tenant-rl', 'user-rl')
     const views = await host.request('/panels-api/api/views', { headers })
     expect(views.status).toBe(200)
@@ -148,5 +145,39 @@ describe('rate limits under a mount path', () => {
     expect(sync.headers.get('RateLimit-Limit')).toBe('3')
     const panels = await host.request('/panels-api/api/panels?tenantId=tenant-rl&userId=user-rl', { headers })
     expect(panels.headers.get('RateLimit-Limit')).toBe('100')
+  })
+})
+
+describe('openPanelService', () => {
+  it('refuses to open without JWT_SECRET and ENCRYPTION_KEY, naming both', async () => {
+    const opening = openPanelService({ NODE_ENV: 'test', DATABASE_URL: ':memory:', LOG_LEVEL: 'silent' })
+    await expect(opening).rejects.toBeInstanceOf(ConfigError)
+    await expect(opening).rejects.toMatchObject({
+      issues: [
+        { variable: 'JWT_SECRET', message: 'required when embedded' },
+        { variable: 'ENCRYPTION_KEY', message: 'required when embedded' },
+      ],
+    })
+  })
+
+  it('runs one scheduler step, keeps one loop, and close() stops the loop and closes the database once', async () => {
+    const { service } = await hostWith(join(dir, 'close'))
+    expect(await service.runDueSyncs()).toEqual({
+      recovered: 0,
+      recomputed: 0,
+      expired: 0,
+      started: 0,
+      succeeded: 0,
+      failed: 0,
+      skipped: 0,
+      auditPruned: 0,
+    })
+    const loop = service.startScheduler()
+    service.startScheduler()
+    await service.close()
+    await service.close()
+    await loop.stop()
+    await expect(service.runDueSyncs()).rejects.toThrow()
+    expect(() => service.startScheduler()).toThrow('the panel service is closed')
   })
 })

@@ -1,0 +1,17 @@
+/**
+ * What one scheduler step did. A module of its own, without imports, so the package's public
+ * declarations (src/index.ts) can name it without reaching the database types.
+ */
+export interface DueSyncsReport {
+  recovered: number
+  /** Rows rewritten by recomputing panels left stale (a restart during a background recompute, Workers). */
+  recomputed: number
+  /** Published views ended at their publishConfig.expiresAt. */
+  expired: number
+  started: number
+  succeeded: number
+  failed: number
+  skipped: number
+  /** Access records deleted for being older than AUDIT_RETENTION_DAYS (bounded per step). */
+  auditPruned: number
+}
