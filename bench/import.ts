@@ -1,50 +1,22 @@
-/**
- * `npm run bench:import`: CSV imports through the app (`app.request`, real token) on a libSQL file
- * database in WAL mode, each into a panel of its own with MRN (text), Name (text), Age (number) and
- * one calculated column:
- *   - append: BENCH_ROWS rows without uniqueFields;
- *   - keyed: the same rows with uniqueFields MRN into an empty panel (every row looked up, inserted);
- *   - update: that file again with updateExisting (every row matched and updated);
- *   - small: 100 rows with uniqueFields MRN into the keyed panel (the lookup against every stored row).
- * BENCH_ROWS (50000) tunes it; BENCH_KEEP_DIR=1 keeps the database for a look.
- */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+
 import { createStorage } from 'unstorage'
 import memoryDriver from 'unstorage/drivers/memory'
 import { createApp } from '../src/app.ts'
-import { parseConfig } from '../src/config.ts'
 import { buildDeps } from '../src/deps.ts'
 import { createLogger } from '../src/lib/logger.ts'
 import { signToken } from '../src/lib/tokens.ts'
 import { sha256Hex } from '../src/runtime/node-crypto.ts'
 import { nodeFileStore } from '../src/runtime/node-files.ts'
 import { openDatabase } from '../src/runtime/node-primitives.ts'
+import { BENCH_SECRET, benchConfig, inTempDir } from './lib/temp-dir.ts'
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 50_000)
-const SECRET = 'bench-secret-0123456789-0123456789-abcdef'
+const SECRET = BENCH_SECRET
 
-async function main() {
-  const dir = mkdtempSync(join(tmpdir(), 'panels-bench-import-'))
-  try {
-    await run(dir)
-  } finally {
-    if (process.env.BENCH_KEEP_DIR) console.log(`kept ${dir}`)
-    else rmSync(dir, { recursive: true, force: true })
-  }
-}
+const main = () => inTempDir('panels-bench-import-', run)
 
 async function run(dir: string) {
-  const config = parseConfig({
-    DATABASE_URL: `file:${join(dir, 'import.db')}`,
-    FILES_DIR: dir,
-    JWT_SECRET: SECRET,
-    ENCRYPTION_KEY: 'bench-encryption-key',
-    LOG_LEVEL: 'error',
-    SYNC_SCHEDULER: 'false',
-    IMPORT_MAX_BYTES: String(200 * 1024 * 1024),
-  })
+  const config = benchConfig(dir, 'import.db', { IMPORT_MAX_BYTES: String(200 * 1024 * 1024) })
   const { db } = await openDatabase(config)
   const deps = await buildDeps(config, {
     db,

@@ -13,14 +13,12 @@
  *     is no variable to turn it off in a deployment). Goal: ≤ 5 % slower at p50.
  * BENCH_ROWS (100000), BENCH_REPEAT (30) and BENCH_EXPORT_REPEAT (5) tune it; BENCH_KEEP_DIR=1 keeps the database for a look.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import { createStorage } from 'unstorage'
 import memoryDriver from 'unstorage/drivers/memory'
 import { createApp } from '../src/app.ts'
-import { parseConfig } from '../src/config.ts'
 import { buildDeps } from '../src/deps.ts'
 import { createLogger } from '../src/lib/logger.ts'
 import { signToken } from '../src/lib/tokens.ts'
@@ -28,31 +26,17 @@ import { sha256Hex } from '../src/runtime/node-crypto.ts'
 import { nodeFileStore } from '../src/runtime/node-files.ts'
 import { openDatabase } from '../src/runtime/node-primitives.ts'
 import { patient } from './lib/fhir-patients.ts'
+import { BENCH_SECRET, benchConfig, inTempDir } from './lib/temp-dir.ts'
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000)
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 30)
 const EXPORT_REPEAT = Number(process.env.BENCH_EXPORT_REPEAT ?? 5)
-const SECRET = 'bench-secret-0123456789-0123456789-abcdef'
+const SECRET = BENCH_SECRET
 
-async function main() {
-  const dir = mkdtempSync(join(tmpdir(), 'panels-bench-views-'))
-  try {
-    await run(dir)
-  } finally {
-    if (process.env.BENCH_KEEP_DIR) console.log(`kept ${dir}`)
-    else rmSync(dir, { recursive: true, force: true })
-  }
-}
+const main = () => inTempDir('panels-bench-views-', run)
 
 async function run(dir: string) {
-  const config = parseConfig({
-    DATABASE_URL: `file:${join(dir, 'views.db')}`,
-    FILES_DIR: dir,
-    JWT_SECRET: SECRET,
-    ENCRYPTION_KEY: 'bench-encryption-key',
-    LOG_LEVEL: 'error',
-    SYNC_SCHEDULER: 'false',
-  })
+  const config = benchConfig(dir, 'views.db')
   const { db } = await openDatabase(config)
   const deps = await buildDeps(config, {
     db,
