@@ -1,4 +1,13 @@
-
+/**
+ * `npm run bench:import`: CSV imports through the app (`app.request`, real token) on a libSQL file
+ * database in WAL mode, each into a panel of its own with MRN (text), Name (text), Age (number) and
+ * one calculated column:
+ *   - append: BENCH_ROWS rows without uniqueFields;
+ *   - keyed: the same rows with uniqueFields MRN into an empty panel (every row looked up, inserted);
+ *   - update: that file again with updateExisting (every row matched and updated);
+ *   - small: 100 rows with uniqueFields MRN into the keyed panel (the lookup against every stored row).
+ * BENCH_ROWS (50000) tunes it; BENCH_KEEP_DIR=1 keeps the database for a look.
+ */
 import { createStorage } from 'unstorage'
 import memoryDriver from 'unstorage/drivers/memory'
 import { createApp } from '../src/app.ts'
