@@ -13,21 +13,6 @@
  *     is no variable to turn it off in a deployment). Goal: ≤ 5 % slower at p50.
  * BENCH_ROWS (100000), BENCH_REPEAT (30) and BENCH_EXPORT_REPEAT (5) tune it; BENCH_KEEP_DIR=1 keeps the database for a look.
  */
-/**
- * `npm run bench:views` (live-panels issue, item 10): a 100,000-row panel built from synthetic FHIR
- * Patient records (an NDJSON file source) with 10 columns, 3 of them calculated, on a libSQL file
- * database in WAL mode, measured in-process through the app (`app.request`, real tokens):
- *   - the initial sync with every cell materialised (rows/s);
- *   - a view page: 2 filters, 2 sort keys, 50 rows (p50/p95 over pages 1–5, and the first request,
- *     before the view's summary is cached);
- *   - a grouped view with 3 aggregations (p50/p95, and the first request);
- *   - a CSV export of every row (rows/s);
- *   - the recompute of one calculated column after its formula changes (rows/s);
- *   - the read audit's cost (issue 12 point 6): the view page and the CSV export with the audit on
- *     and off, interleaved in the same run (the audit is switched on the bench's own deps; there
- *     is no variable to turn it off in a deployment). Goal: ≤ 5 % slower at p50.
- * BENCH_ROWS (100000), BENCH_REPEAT (30) and BENCH_EXPORT_REPEAT (5) tune it; BENCH_KEEP_DIR=1 keeps the database for a look.
- */
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
