@@ -8,6 +8,7 @@ import ExcelJS from 'exceljs'
 import { Miniflare } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildWorker, WORKER_LIMITS, type WorkerBundle } from '../../scripts/build-worker.ts'
+import { documentedSizes, SIZE_DRIFT } from '../../scripts/docs-sizes.ts'
 import { type FixtureServer, sendJson, startJsonServer } from '../helpers/servers.ts'
 import { freePort, SMOKE_SECRET } from './processes.ts'
 import { bearer, smokeSuite } from './smoke.ts'
@@ -90,6 +91,16 @@ describe('Cloudflare Workers: the bundled entry in workerd (Miniflare, local D1 
     const sample = swaggerUi.slice(swaggerUi.length / 2, swaggerUi.length / 2 + 200)
     expect(readFileSync(bundle.script, 'utf8').includes(sample), 'swagger-ui-bundle.js inside the script').toBe(false)
     expect(readdirSync(bundle.assetsDir).sort()).toEqual(['LICENSE', 'NOTICE', 'swagger-ui-bundle.js', 'swagger-ui.css'])
+  })
+
+  it('docs/runtimes.md states the current bundle size (npm run docs:sizes)', () => {
+    const documented = documentedSizes()
+    expect(documented, 'docs/runtimes.md has no generated sizes block: npm run docs:sizes').toBeDefined()
+    const drift = Math.abs(documented!.workerGzipBytes - bundle.gzipBytes) / bundle.gzipBytes
+    expect(
+      drift,
+      `documented ${documented!.workerGzipBytes} B gzip, built ${bundle.gzipBytes} B: npm run docs:sizes`,
+    ).toBeLessThan(SIZE_DRIFT)
   })
 
   it('answers 400 naming the runtime for Excel exports and xlsx imports (exceljs is not in the bundle)', async () => {
