@@ -9,11 +9,16 @@
  * dependencies, so `npm ci --omit=dev` in `dist/` installs the bundle's only runtime dependency
  * (the container does this). Migrations are read at run time from `<root>/migrations`
  * (src/runtime/migrate.ts resolves `../../migrations` from the bundle's URL, the same from src/).
+ * Swagger UI's script and stylesheet are copied into `dist/swagger-ui-dist/` for the `/docs` page
+ * (src/runtime/node-docs-assets.ts), so the bundle serves them without node_modules.
  */
-import { readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { builtinModules } from 'node:module'
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { builtinModules, createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build, type Plugin } from 'esbuild'
+import { DOCS_ASSET_TYPES } from '../src/http/docs-assets.ts'
+import { BUNDLED_SWAGGER_UI } from '../src/runtime/node-docs-assets.ts'
 
 /** The packages left outside the bundle: native code. */
 export const EXTERNAL_PACKAGES = ['@libsql/client']
@@ -95,6 +100,19 @@ function writeDistManifests(outdir: string) {
   writeFileSync(`${outdir}/package-lock.json`, `${JSON.stringify(distLock, null, 2)}\n`)
 }
 
+/**
+ * Swagger UI's script and stylesheet (and the package's licence) copied from the installed
+ * `swagger-ui-dist` into `dir`: the `/docs` page loads them from the service, and the bundle runs
+ * without node_modules (src/runtime/node-docs-assets.ts finds them beside it; build-worker.ts uses
+ * this for the Workers static assets).
+ */
+export function copySwaggerUi(dir: string) {
+  const from = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'))
+  rmSync(dir, { recursive: true, force: true })
+  mkdirSync(dir, { recursive: true })
+  for (const file of [...Object.keys(DOCS_ASSET_TYPES), 'LICENSE', 'NOTICE']) cpSync(join(from, file), join(dir, file))
+}
+
 /** Builds `dist/`; returns the entry's size, its chunks and the bare imports left in the bundle. */
 export async function buildNode(outdir = 'dist') {
   // Only what this build writes: dist/worker (npm run build:worker) stays.
@@ -121,6 +139,7 @@ export async function buildNode(outdir = 'dist') {
     logLevel: 'warning',
   })
   writeDistManifests(outdir)
+  copySwaggerUi(`${outdir}/${BUNDLED_SWAGGER_UI}`)
   // metafile keys are relative to the working directory
   const outputs = Object.entries(result.metafile.outputs).filter(([path]) => path.endsWith('.js'))
   const [, entry] = outputs.find(([path]) => path.endsWith('runtime/node.js'))!

@@ -1,8 +1,8 @@
-import { swaggerUI } from '@hono/swagger-ui'
 import { OpenAPIHono } from '@hono/zod-openapi'
 import type { Context } from 'hono'
 import { apiGuard } from './http/api-guard.ts'
 import { type AppEnv, type MakeDeps, mountPath } from './http/context.ts'
+import { mountDocs } from './http/docs-assets.ts'
 import { defaultHook, notFound, onError } from './http/errors.ts'
 import { requestFrame } from './http/frame.ts'
 import { auditRouter } from './modules/audit/audit.routes.ts'
@@ -68,8 +68,8 @@ export function createApp(makeDeps: MakeDeps) {
   const docInfo = (c: Context) => (mountPath(c) ? { ...OPENAPI_INFO, servers: [{ url: mountPath(c) }] } : OPENAPI_INFO)
   app.doc('/openapi.json', docInfo)
   app.doc('/docs/json', docInfo)
-  // Relative, so the UI at <mount>/docs loads <mount>/openapi.json.
-  app.get('/docs', swaggerUI({ url: './openapi.json', title: 'Panels API' }))
+  // Swagger UI with its script and stylesheet served from here, not from a CDN (offline appliances).
+  mountDocs(app)
 
   return app
 }

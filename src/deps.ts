@@ -2,6 +2,7 @@ import type { Storage } from 'unstorage'
 import { type Cache, createCache } from './cache/cache.ts'
 import type { Config } from './config.ts'
 import type { Db } from './db/client.ts'
+import type { DocsAssets } from './http/docs-assets.ts'
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.ts'
 import { createTokenVerifier, type TokenVerifier } from './http/token-verifier.ts'
 import { type Clock, systemClock } from './lib/clock.ts'
@@ -29,6 +30,8 @@ export interface Deps {
   openSqlite?: OpenSqlite
   /** The runtime's name, for messages about what it lacks ('node', 'deno', 'workers'). */
   runtime: string
+  /** Swagger UI's script and stylesheet for `/docs`; without them the page's assets are 404s. */
+  docsAssets?: DocsAssets
   /**
    * Synchronous SHA-256 (hex) where the runtime has one (node:crypto on Node, Deno and Workers with
    * nodejs_compat); record keys fall back to WebCrypto when absent. Same digest either way.
@@ -51,6 +54,7 @@ export interface Primitives {
   files?: FileStore
   openSqlite?: OpenSqlite
   runtime?: string
+  docsAssets?: DocsAssets
   sha256Hex?: (text: string) => string
   closeDb?: () => void | Promise<void>
 }
@@ -73,6 +77,7 @@ export async function buildDeps(config: Config, p: Primitives): Promise<Deps> {
     files: p.files,
     openSqlite: p.openSqlite,
     runtime: p.runtime ?? 'node',
+    docsAssets: p.docsAssets,
     sha256Hex: p.sha256Hex,
     tokens: createTokenVerifier(config.jwtSecret, now),
     rateLimiter: createRateLimiter(now),

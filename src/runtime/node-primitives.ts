@@ -9,6 +9,7 @@ import { createDb } from '../db/client.ts'
 import type { Primitives } from '../deps.ts'
 import { applyMigrations } from './migrate.ts'
 import { sha256Hex } from './node-crypto.ts'
+import { nodeDocsAssets } from './node-docs-assets.ts'
 import { nodeFileStore } from './node-files.ts'
 import { nodeSqliteOpener } from './node-sqlite.ts'
 
@@ -60,6 +61,7 @@ export async function nodePrimitives(config: Config): Promise<Primitives> {
     files: nodeFileStore(config.filesDir),
     openSqlite: nodeSqliteOpener(config.filesDir),
     runtime: 'node',
+    docsAssets: nodeDocsAssets(),
     sha256Hex,
     closeDb: () => client.close(),
   }

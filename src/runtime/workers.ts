@@ -6,7 +6,14 @@
  * (without it, file features refuse with a 400 naming the binding). The cron trigger runs the due syncs. Workers never migrate at run time:
  * `wrangler d1 migrations apply` applies migrations/ in the deploy step.
  */
-import type { D1Database, ExecutionContext, KVNamespace, R2Bucket, ScheduledController } from '@cloudflare/workers-types/index.ts'
+import type {
+  D1Database,
+  ExecutionContext,
+  Fetcher,
+  KVNamespace,
+  R2Bucket,
+  ScheduledController,
+} from '@cloudflare/workers-types/index.ts'
 import { createClient } from '@libsql/client/web'
 import { createStorage, type Storage } from 'unstorage'
 import kvDriver from 'unstorage/drivers/cloudflare-kv-binding'
@@ -15,6 +22,7 @@ import { createApp } from '../app.ts'
 import { type Config, ConfigError, parseConfig } from '../config.ts'
 import { createDb } from '../db/client.ts'
 import { buildDeps, type Deps } from '../deps.ts'
+import type { DocsAssets } from '../http/docs-assets.ts'
 import { createRateLimiter } from '../http/rate-limit.ts'
 import { createTokenVerifier } from '../http/token-verifier.ts'
 import { createLogger } from '../lib/logger.ts'
@@ -28,6 +36,8 @@ export interface WorkerEnv {
   DB?: D1Database
   CACHE?: KVNamespace
   FILES?: R2Bucket
+  /** The static assets of wrangler.toml `[assets]`: Swagger UI's files for /docs. */
+  ASSETS?: Fetcher
   [name: string]: unknown
 }
 
@@ -87,6 +97,18 @@ function isolateOf(env: WorkerEnv): Isolate {
   return isolate
 }
 
+/** Swagger UI's files from the static-assets binding (copied there by `npm run build:worker`). */
+function assetsOf(env: WorkerEnv): DocsAssets | undefined {
+  const assets = env.ASSETS
+  if (!assets) return undefined
+  return async (name) => {
+    const res = await assets.fetch(`https://assets.invalid/${name}`)
+    if (res.ok && res.body) return res.body as unknown as ReadableStream
+    await res.body?.cancel()
+    return null
+  }
+}
+
 /** The request's deps: fresh database and cache clients, the isolate's token cache and rate limits. */
 async function depsFor(env: WorkerEnv): Promise<Deps> {
   let isolate: Isolate
@@ -106,14 +128,30 @@ async function depsFor(env: WorkerEnv): Promise<Deps> {
   // workerd's fetch must be called on the global object, not as a method of `deps.outbound`.
   const outboundFetch: typeof fetch = (input, init) => fetch(input, init)
   const files = env.FILES ? r2FileStore(env.FILES) : undefined
-  const deps = await buildDeps(config, { db, storage, files, runtime: 'workers', sha256Hex, fetch: outboundFetch, log })
+  const deps = await buildDeps(config, {
+    db,
+    storage,
+    files,
+    runtime: 'workers',
+    sha256Hex,
+    fetch: outboundFetch,
+    log,
+    docsAssets: assetsOf(env),
+  })
   return { ...deps, ...isolate.shared }
 }
 
 const app = createApp((env) => depsFor(env as WorkerEnv))
 
 export default {
-  fetch: (request: Request, env: WorkerEnv, ctx: ExecutionContext) => app.fetch(request, env, ctx as never),
+  async fetch(request: Request, env: WorkerEnv, ctx: ExecutionContext) {
+    const response = await app.fetch(request, env, ctx as never)
+    // A request answered without reading its body (a refused upload, a 401 on a POST): read the rest
+    // after answering. Behind the static-assets router (wrangler.toml [assets]) workerd otherwise
+    // resets the connection while the client is still sending, and the client never sees the answer.
+    if (request.body && !request.bodyUsed) ctx.waitUntil(request.body.pipeTo(new WritableStream()).catch(() => {}))
+    return response
+  },
 
   /** The cron trigger of wrangler.toml: runs the due syncs, kept alive by waitUntil. */
   scheduled(controller: ScheduledController, env: WorkerEnv, ctx: ExecutionContext) {

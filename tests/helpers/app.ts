@@ -9,6 +9,7 @@ import type { ServiceContext } from '../../src/http/context.ts'
 import { createLogger } from '../../src/lib/logger.ts'
 import { applyMigrations } from '../../src/runtime/migrate.ts'
 import { sha256Hex } from '../../src/runtime/node-crypto.ts'
+import { nodeDocsAssets } from '../../src/runtime/node-docs-assets.ts'
 import { nodeFileStore } from '../../src/runtime/node-files.ts'
 import { nodeSqliteOpener } from '../../src/runtime/node-sqlite.ts'
 
@@ -66,6 +67,7 @@ export async function makeTestApp(options: TestAppOptions = {}) {
     fetch: options.fetch,
     files: options.filesDir ? nodeFileStore(options.filesDir) : undefined,
     openSqlite: nodeSqliteOpener(options.filesDir),
+    docsAssets: nodeDocsAssets(),
     sha256Hex,
     closeDb: () => client.close(),
   })

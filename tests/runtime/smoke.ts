@@ -60,6 +60,37 @@ export function smokeSuite(target: () => SmokeTarget) {
     expect(page.body).toContain('openapi.json')
   })
 
+  it("serves the docs page's script and stylesheet itself: no other host, versioned, cached as immutable", async () => {
+    const page = url('/docs')
+    const { body: html } = await call(page)
+    const origin = new URL(page).origin
+    // Every URL the page loads (script, link, img, iframe…) and any absolute URL anywhere in it.
+    const referenced = [...html.matchAll(/\s(?:src|href|srcset|poster|data)\s*=\s*["']([^"']+)["']/gi)].map((m) => m[1])
+    const absolute = [...html.matchAll(/(?:https?:)?\/\/[^\s"'<>)]+/gi)].map((m) => m[0])
+    expect(referenced.length).toBeGreaterThan(0)
+    for (const ref of [...referenced, ...absolute]) expect(new URL(ref, page).origin, ref).toBe(origin)
+    const scripts = [...html.matchAll(/<script[^>]*\ssrc="([^"]+)"/g)].map((m) => new URL(m[1], page).href)
+    const styles = [...html.matchAll(/<link[^>]*rel="stylesheet"[^>]*href="([^"]+)"/g)].map((m) => new URL(m[1], page).href)
+    expect(scripts).toHaveLength(1)
+    expect(styles).toHaveLength(1)
+    for (const [asset, type, marker] of [
+      [scripts[0], 'text/javascript', 'SwaggerUIBundle'],
+      [styles[0], 'text/css', '.swagger-ui'],
+    ]) {
+      expect(asset).toMatch(/\/swagger-ui-dist@\d+\.\d+\.\d+\//)
+      const res = await fetch(asset, { signal: AbortSignal.timeout(15_000) })
+      expect(res.status, asset).toBe(200)
+      expect(res.headers.get('content-type')).toContain(type)
+      expect(res.headers.get('cache-control')).toMatch(/\bimmutable\b/)
+      expect(Number(/max-age=(\d+)/.exec(res.headers.get('cache-control') ?? '')?.[1])).toBeGreaterThanOrEqual(31_536_000)
+      expect(await res.text()).toContain(marker)
+    }
+    // Only the page's own version is served: another version, or another file of the package, is a 404.
+    const otherVersion = scripts[0].replace(/@\d+\.\d+\.\d+\//, '@0.0.1/')
+    expect((await call(otherVersion)).status).toBe(404)
+    expect((await call(scripts[0].replace(/[^/]+$/, 'index.html'))).status).toBe(404)
+  })
+
   it('refuses a request without a token with 401', async () => {
     const res = await call(url(`/api/panels?${q()}`))
     expect(res.status).toBe(401)

@@ -30,6 +30,7 @@ export async function loadPdfKit(runtime: string): Promise<PdfKit> {
   try {
     const mod = (await import('pdfkit')) as unknown as { default?: PdfKit; registerStdFonts?: (...fonts: unknown[]) => void }
     const PDFDocument = (mod.default ?? mod) as PdfKit
+    if (typeof PDFDocument !== 'function') throw new Error('no pdfkit here')
     // pdfkit's browser build (the Node bundle and Workers use it) reads no files: its standard
     // fonts are registered from their own modules. Its Node build loads them by itself.
     if (typeof mod.registerStdFonts === 'function') {

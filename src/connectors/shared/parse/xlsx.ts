@@ -128,7 +128,10 @@ export async function* xlsxBatches(stream: ByteSource, options: XlsxOptions = {}
 async function loadExceljs() {
   try {
     const mod = (await import('exceljs')) as unknown as { default?: typeof import('exceljs') } & typeof import('exceljs')
-    return mod.default ?? mod
+    const lib = mod.default ?? mod
+    // exceljs's browser build (and the Workers bundle, which leaves it out) has no streaming reader.
+    if (!lib.stream?.xlsx?.WorkbookReader) throw new Error('no streaming reader')
+    return lib
   } catch {
     throw new ConnectorError('Excel files cannot be read on this runtime (the exceljs library is unavailable)')
   }
