@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import {
@@ -22,12 +22,12 @@ import {
  * build turns foreign keys on by default, which would hide a delete that leans on `ON DELETE
  * CASCADE`; a remote server's fresh stream is not bound to, so the worst case is off.
  *
- * The file lives in a temporary folder (tmpfs when there is one) removed by `close()`, or when the
- * test process exits for apps a test never closes.
+ * The file lives in a temporary folder (tmpfs when there is one) removed by `close()`. Apps a test
+ * never closes are removed when the test process exits, and, since vitest may end its worker
+ * processes without an `exit` event, by the next process that finds the folder of a dead one.
  */
 export function freshConnectionClient(): Client {
-  const dir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'panels-fresh-'))
-  folders.add(dir)
+  const dir = mkdtempSync(join(processFolder(), 'db-'))
   const url = `file:${join(dir, 'panels.db')}`
   let closed = false
 
@@ -65,7 +65,6 @@ export function freshConnectionClient(): Client {
     }) as Client['transaction'],
     close() {
       closed = true
-      folders.delete(dir)
       rmSync(dir, { recursive: true, force: true })
     },
     reconnect() {},
@@ -79,10 +78,33 @@ export function freshConnectionClient(): Client {
 
 // --- Internal helpers ---
 
-const folders = new Set<string>()
-process.once('exit', () => {
-  for (const dir of folders) rmSync(dir, { recursive: true, force: true })
-})
+const PREFIX = 'panels-fresh-'
+let ownFolder: string | undefined
+
+/** This process's folder of databases; made on first use, after removing those of dead processes. */
+function processFolder(): string {
+  if (ownFolder) return ownFolder
+  const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir()
+  for (const name of readdirSync(base)) {
+    const pid = Number(name.slice(PREFIX.length))
+    if (name.startsWith(PREFIX) && Number.isInteger(pid) && !alive(pid))
+      rmSync(join(base, name), { recursive: true, force: true })
+  }
+  const folder = join(base, `${PREFIX}${process.pid}`)
+  mkdirSync(folder, { recursive: true })
+  process.once('exit', () => rmSync(folder, { recursive: true, force: true }))
+  ownFolder = folder
+  return folder
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
 
 /** A transaction that closes its own connection when it commits, rolls back or is closed. */
 function ownedTransaction(tx: Transaction, connection: Client): Transaction {
