@@ -13,12 +13,25 @@ import { nodeDocsAssets } from './node-docs-assets.ts'
 import { nodeFileStore } from './node-files.ts'
 import { nodeSqliteOpener } from './node-sqlite.ts'
 
-/** Opens the libSQL database of DATABASE_URL (creating a file's folder), tuned and migrated. */
+/**
+ * Opens the libSQL database of DATABASE_URL (creating a file's folder), tuned and migrated.
+ *
+ * No behaviour depends on connection state (docs/runtimes.md "Connection state"): a remote URL
+ * may answer every request on a stream of its own, so nothing is set per connection there. A file
+ * gets one connection (`concurrency: 1`; the native client runs every statement synchronously on
+ * this thread, so a pool adds no parallelism, only connections without the tuning below) and the
+ * busy timeout as a client option, which every connection the client opens carries.
+ */
 export async function openDatabase(config: Config) {
   const url = config.databaseUrl
-  if (url.startsWith('file:')) mkdirSync(dirname(url.slice('file:'.length)), { recursive: true })
-  const client = createClient({ url, authToken: config.databaseAuthToken })
-  if (url.startsWith('file:')) {
+  const file = url.startsWith('file:')
+  if (file) mkdirSync(dirname(url.slice('file:'.length)), { recursive: true })
+  const client = createClient({
+    url,
+    authToken: config.databaseAuthToken,
+    ...(file ? { concurrency: 1, timeout: BUSY_TIMEOUT_MS } : {}),
+  })
+  if (file) {
     // WAL + synchronous=NORMAL: durable across process crashes, ~30× faster commits (PERFORMANCE-NOTES).
     await client.execute('PRAGMA journal_mode = WAL')
     await client.execute('PRAGMA synchronous = NORMAL')
@@ -28,13 +41,17 @@ export async function openDatabase(config: Config) {
     // 8 MiB page cache (default 2 MiB): record keys are hashes, so a sync inserts into the key index
     // at random places and keeping its upper levels cached pays; more costs memory for little gain.
     await client.execute('PRAGMA cache_size = -8192')
-    await client.execute('PRAGMA busy_timeout = 5000')
+    // A safety net, not relied on (the native build has it on already): services delete
+    // dependants themselves and guard dependants' inserts, so remote streams behave alike.
+    await client.execute('PRAGMA foreign_keys = ON')
   }
-  await client.execute('PRAGMA foreign_keys = ON')
   const db = createDb(client)
   await applyMigrations(db)
   return { db, client }
 }
+
+/** How long a write waits for another process's lock on a database file before it fails. */
+const BUSY_TIMEOUT_MS = 5000
 
 /** The cache driver of CACHE_DRIVER / REDIS_URL. */
 export async function openStorage(config: Config): Promise<Storage> {

@@ -1,4 +1,3 @@
-import { createClient } from '@libsql/client'
 import { createStorage, type Storage } from 'unstorage'
 import memoryDriver from 'unstorage/drivers/memory'
 import { createApp } from '../../src/app.ts'
@@ -12,6 +11,7 @@ import { sha256Hex } from '../../src/runtime/node-crypto.ts'
 import { nodeDocsAssets } from '../../src/runtime/node-docs-assets.ts'
 import { nodeFileStore } from '../../src/runtime/node-files.ts'
 import { nodeSqliteOpener } from '../../src/runtime/node-sqlite.ts'
+import { type TestDatabase, testDatabaseClient } from './test-database.ts'
 
 export const TEST_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789'
 
@@ -36,6 +36,8 @@ export interface TestAppOptions {
   clock?: ReturnType<typeof testClock>
   /** FILES_DIR for file sources and uploads (a temp folder of the test); none by default. */
   filesDir?: string
+  /** The database client: `PANEL_TEST_DB` by default (testDatabaseClient). */
+  database?: TestDatabase
 }
 
 /**
@@ -52,8 +54,7 @@ export async function makeTestApp(options: TestAppOptions = {}) {
     LOG_LEVEL: 'info',
     ...options.env,
   })
-  const client = createClient({ url: ':memory:' })
-  await client.execute('PRAGMA foreign_keys = ON')
+  const client = await testDatabaseClient(options.database)
   const db = createDb(client)
   await applyMigrations(db)
   const clock = options.clock ?? testClock()

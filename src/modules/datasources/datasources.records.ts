@@ -132,9 +132,18 @@ export interface RowPayload {
 }
 
 /**
+ * The condition every insert of a source's dependants carries: the source still exists. A sync or
+ * a delivery that outlives a delete of its source (it read the source before the delete) then
+ * writes nothing, whether or not the connection enforces foreign keys (docs/runtimes.md
+ * "Connection state"); with them on, the same write would fail instead.
+ */
+export const sourceExists = (dataSourceId: number) => sql`EXISTS (SELECT 1 FROM data_sources WHERE id = ${dataSourceId})`
+
+/**
  * INSERTs of stored rows (cells computed already) into one generation, one JSON parameter per
- * statement expanded by `json_each`. A key already there is replaced (`replace`: syncs, last read
- * wins) or kept (`keep`: an import never overwrites a record created meanwhile).
+ * statement expanded by `json_each`, only while the source exists. A key already there is replaced
+ * (`replace`: syncs, last read wins) or kept (`keep`: an import never overwrites a record created
+ * meanwhile).
  */
 export function insertRowStatements(
   target: RecordTarget,
@@ -156,7 +165,7 @@ export function insertRowStatements(
       INSERT INTO records (tenant_id, panel_id, data_source_id, generation, key, data, cells, errors, cells_version, created_at, updated_at)
       SELECT ${target.tenantId}, ${target.panelId}, ${target.dataSourceId}, ${target.generation}, j.value ->> 0, j.value -> 1,
         j.value -> 2, nullif(j.value -> 3, 'null'), ${version}, ${now}, ${now}
-      FROM json_each(${`[${items.join(',')}]`}) j WHERE true
+      FROM json_each(${`[${items.join(',')}]`}) j WHERE ${sourceExists(target.dataSourceId)}
       ON CONFLICT (data_source_id, generation, key) ${conflict}`)
   }
   return statements

@@ -1,7 +1,7 @@
 import { and, asc, count, desc, eq, sql } from 'drizzle-orm'
 import { isFileSourceType } from '../../connectors/file.ts'
 import { connectorFor } from '../../connectors/registry.ts'
-import { columns, dataSources, records, syncRuns } from '../../db/schema.ts'
+import { columns, dataSources, records, syncRuns, webhookEvents } from '../../db/schema.ts'
 import { AppError, invalid, notFound } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { issuesToDetails } from '../../http/errors.ts'
@@ -179,7 +179,12 @@ export async function updateDataSource(
   return dto(ctx, row as DataSourceRow)
 }
 
-/** Deletes the source, its records and sync runs, and unlinks columns that read from it (one batch). */
+/**
+ * Deletes the source with everything that hangs on it: records, sync runs and webhook event ids,
+ * and unlinks columns that read from it (one batch). The dependants are deleted here, not left to
+ * `ON DELETE CASCADE`: foreign keys are a per-connection setting that a remote libSQL stream need
+ * not have (docs/runtimes.md "Connection state").
+ */
 export async function deleteDataSource(ctx: ServiceContext, id: number, at: SourceAddress = {}): Promise<void> {
   const before = await requireDataSource(ctx, id, at)
   const tenant = ctx.scope.tenantId
@@ -190,6 +195,7 @@ export async function deleteDataSource(ctx: ServiceContext, id: number, at: Sour
       .where(and(eq(columns.tenantId, tenant), eq(columns.dataSourceId, id))),
     ctx.db.delete(records).where(eq(records.dataSourceId, id)),
     ctx.db.delete(syncRuns).where(eq(syncRuns.dataSourceId, id)),
+    ctx.db.delete(webhookEvents).where(eq(webhookEvents.dataSourceId, id)),
     ctx.db.delete(dataSources).where(and(eq(dataSources.id, id), eq(dataSources.tenantId, tenant))),
     changeInsert(ctx, {
       panelId: before.panelId,

@@ -11,7 +11,14 @@ import { systemContext } from '../../scheduler/run-due-syncs.ts'
 import { changeInsert } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import { loadPanelPlan } from '../rows/rows.materialise.ts'
-import { countRemovedKeys, deleteStatements, keyRecords, newKeySet, upsertStatements } from './datasources.records.ts'
+import {
+  countRemovedKeys,
+  deleteStatements,
+  keyRecords,
+  newKeySet,
+  sourceExists,
+  upsertStatements,
+} from './datasources.records.ts'
 import type { DataSourceRow, SyncRunRow } from './datasources.schemas.ts'
 import { unsealConfig } from './datasources.secrets.ts'
 import { beginSync } from './datasources.sync.ts'
@@ -160,7 +167,8 @@ function eventIdStatements(ctx: ServiceContext, source: DataSourceRow, events: W
   if (ids.length > 0) {
     statements.push(sql`
       INSERT INTO webhook_events (tenant_id, data_source_id, event_id, received_at)
-      SELECT ${source.tenantId}, ${source.id}, value, ${now.toISOString()} FROM json_each(${JSON.stringify(ids)}) WHERE true
+      SELECT ${source.tenantId}, ${source.id}, value, ${now.toISOString()} FROM json_each(${JSON.stringify(ids)})
+      WHERE ${sourceExists(source.id)}
       ON CONFLICT (data_source_id, event_id) DO NOTHING`)
   }
   return statements
@@ -206,8 +214,9 @@ async function applyData(ctx: ServiceContext, sourceId: number, events: WebhookE
     run(sql`
       INSERT INTO sync_runs (tenant_id, data_source_id, status, "trigger", generation, started_at, finished_at, duration_ms,
                              rows_read, rows_written, rows_deleted)
-      VALUES (${source.tenantId}, ${source.id}, 'success', 'webhook', ${generation}, ${now}, ${now}, 0,
-              ${all.length}, ${upserts.length}, ${deletes.length})`),
+      SELECT ${source.tenantId}, ${source.id}, 'success', 'webhook', ${generation}, ${now}, ${now}, 0,
+             ${all.length}, ${upserts.length}, ${deletes.length}
+      WHERE ${sourceExists(source.id)}`),
     run(
       sql`UPDATE data_sources SET sync_status = 'success', error_message = NULL, last_sync_at = ${now} WHERE id = ${source.id}`,
     ),
