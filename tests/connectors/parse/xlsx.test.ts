@@ -1,9 +1,9 @@
 import fs from 'node:fs'
 import { tmpdir } from 'node:os'
-import { basename } from 'node:path'
+import { basename, join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import ExcelJS from 'exceljs'
-import { afterEach, describe, expect, it, vi } from 'vitest'
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import { cellValue, xlsxBatches } from '../../../src/connectors/shared/parse/xlsx.ts'
 import { ConnectorError } from '../../../src/connectors/types.ts'
 import { chunked, collect, failure, utf8 } from './helpers.ts'
@@ -67,6 +67,13 @@ function slowTempFileOpens(flags: 'r' | 'w', ms = 40) {
 
 afterEach(() => {
   vi.restoreAllMocks()
+})
+
+// A workbook found unreadable partway leaves the files exceljs spooled before the error until the
+// process exits, and vitest's workers end without running `tmp`'s clean-up on exit: the ones of this
+// test file's process (no other file runs in it meanwhile) are removed here, not left in /tmp.
+afterAll(() => {
+  for (const f of tempFiles()) fs.rmSync(join(tmpdir(), f), { force: true })
 })
 
 const read = async (bytes: Uint8Array, options: Parameters<typeof xlsxBatches>[1] = {}) =>
