@@ -17,17 +17,21 @@ export interface XlsxOptions {
   signal?: AbortSignal
 }
 
-/** The part of a Node writable stream the zip reader inside exceljs is piped into. */
+/** The part of a Node duplex stream (unzipper's zip parser inside exceljs) the workbook is piped into. */
 interface PipeTarget {
   write(chunk: Uint8Array): boolean
   end(): void
   destroy(err?: Error): void
   once(event: string, listener: () => void): void
+  emit(event: string | symbol, ...args: unknown[]): boolean
+  readonly readableEnded: boolean
 }
 
 interface SheetReader {
   id: number | string
   name: string
+  /** The worksheet's XML: a Node read stream on its temporary file when exceljs spooled it. */
+  iterator?: unknown
   [Symbol.asyncIterator](): AsyncIterator<{ number: number; values: unknown }>
 }
 
@@ -53,17 +57,25 @@ export function cellValue(value: unknown): unknown {
  * WorkbookReader (loaded on demand: STYLE §12). The sheet is `sheetName`, else `sheetIndex`, else
  * the first. exceljs reads Node streams only, so the web byte stream is handed to its zip reader
  * through a minimal `pipe()` adapter (backpressure kept); worksheets stored before the shared
- * strings in the zip are spooled by exceljs to temporary files. A file that is not a readable
- * workbook, or a missing sheet, is a ConnectorError.
+ * strings in the zip are spooled by exceljs to temporary files (the `tmp` package, in the OS temp
+ * directory). A file that is not a readable workbook, or a missing sheet, is a ConnectorError.
+ *
+ * Two races inside exceljs are closed here. The zip parser's premature 'end' is held back (see
+ * `holdEndUntilRead`), so no part stored after a spooled worksheet is lost. And every worksheet
+ * exceljs hands over is read or let go of (`release`) before the next one is asked for — exceljs
+ * deletes a spooled worksheet's file at that moment, under a read stream it opened on it — and the
+ * reader is run to its end after the sheet is read: exceljs deletes the other files only then.
  */
 export async function* xlsxBatches(stream: ByteSource, options: XlsxOptions = {}): AsyncGenerator<Row[]> {
   const exceljs = await loadExceljs()
   const source = byteChunks(stream)
   let target: PipeTarget | undefined
   let stopped = false
+  let sourceRead = false
   const input = {
     pipe(dest: PipeTarget) {
       target = dest
+      holdEndUntilRead(dest)
       void (async () => {
         try {
           for await (const chunk of source) {
@@ -75,6 +87,7 @@ export async function* xlsxBatches(stream: ByteSource, options: XlsxOptions = {}
               })
             }
           }
+          sourceRead = true
           dest.end()
         } catch (err) {
           dest.destroy(err instanceof Error ? err : new Error(String(err)))
@@ -95,15 +108,32 @@ export async function* xlsxBatches(stream: ByteSource, options: XlsxOptions = {}
     hyperlinks: 'ignore',
     entries: 'ignore',
   })
+  const sheets = (reader as unknown as AsyncIterable<SheetReader>)[Symbol.asyncIterator]()
   const seen: string[] = []
   let found = false
+  let sheetRead = false
+  let done = false
   try {
-    for await (const sheet of reader as unknown as AsyncIterable<SheetReader>) {
+    for (;;) {
+      const next = await sheets.next()
+      if (next.done) {
+        done = true
+        break
+      }
+      const sheet = next.value
       options.signal?.throwIfAborted()
       seen.push(sheet.name)
-      if (!isWanted(reader, sheet, options)) continue
+      if (!isWanted(reader, sheet, options)) {
+        release(sheet)
+        continue
+      }
       found = true
-      yield* sheetBatches(sheet, options)
+      try {
+        yield* sheetBatches(sheet, options)
+      } finally {
+        release(sheet)
+      }
+      sheetRead = true
       break
     }
   } catch (err) {
@@ -111,6 +141,12 @@ export async function* xlsxBatches(stream: ByteSource, options: XlsxOptions = {}
     const why = err instanceof Error ? err.message : String(err)
     throw new ConnectorError(`The file is not a readable xlsx workbook (${why})`)
   } finally {
+    // The rest of the workbook is gone through only so that exceljs deletes its temporary files (its
+    // failures no longer matter): after the sheet is read, or when the caller stopped early once the
+    // whole file is in (always so when the sheet was spooled) — not to read on a file nobody wants.
+    // Otherwise, and after a read error, the files exceljs spooled stay until the process exits
+    // (`tmp`'s clean-up on exit): exceljs keeps their deletion to itself.
+    if (!done && (sheetRead || sourceRead)) await drain(sheets).catch(() => {})
     stopped = true
     await source.return(undefined)
     target?.destroy()
@@ -122,6 +158,45 @@ export async function* xlsxBatches(stream: ByteSource, options: XlsxOptions = {}
         ? 'The file is not a readable xlsx workbook (no worksheets found)'
         : `The workbook has no sheet ${wanted}; its sheets are ${seen.map((s) => `'${s}'`).join(', ')}`,
     )
+  }
+}
+
+/**
+ * unzipper's zip parser (exceljs's) emits 'end' itself as soon as all its input is written, while
+ * the entries it parsed may still wait in its readable buffer: exceljs pauses it while it spools a
+ * worksheet to a temporary file, and takes that 'end' as the end of the zip, so the parts stored
+ * after the worksheet (shared strings, styles, the workbook part) were lost whenever the spooling was
+ * the slower of the two: text cells read as `{"sharedString":0}`, or a TypeError on the workbook
+ * model (exceljs#3064). Only the 'end' the stream emits once its buffer is read (`readableEnded` is
+ * set just before it) gets through; a zip cut short still fails, with unzipper's FILE_ENDED error.
+ */
+function holdEndUntilRead(zip: PipeTarget) {
+  const emit = zip.emit
+  zip.emit = function (this: PipeTarget, event: string | symbol, ...args: unknown[]) {
+    if (event === 'end' && !zip.readableEnded) return false
+    return emit.call(this, event, ...args)
+  }
+}
+
+/**
+ * Lets go of a worksheet that is not (or no longer) read. exceljs opens a read stream on a spooled
+ * worksheet's temporary file before handing it over and deletes the file when the next worksheet is
+ * asked for; a stream nobody reads or listens to could then fail to open it (ENOENT) and crash the
+ * process with an unhandled 'error' event. Its errors are now listened to, and it is closed.
+ */
+function release(sheet: SheetReader) {
+  const file = sheet.iterator as { on?: unknown; destroy?: unknown } | undefined
+  if (typeof file?.on !== 'function' || typeof file.destroy !== 'function') return
+  file.on('error', () => {})
+  file.destroy()
+}
+
+/** The remaining worksheets, each let go of: exceljs deletes a spooled one's file as it moves past it. */
+async function drain(sheets: AsyncIterator<SheetReader>) {
+  for (;;) {
+    const next = await sheets.next()
+    if (next.done) return
+    release(next.value)
   }
 }
 
