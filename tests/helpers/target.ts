@@ -34,14 +34,15 @@ export const SKIP = {
   inProcess:
     'changes the in-process app or its primitives (adds a route, injects a cache, closes the database, spies on WebCrypto)',
   cacheDriver: 'expects the in-process memory cache driver in /health; the servers report their own (kv, fs)',
-  clientIp: 'workerd gives every request a client IP (CF-Connecting-IP), which the change metadata then records',
+  clientIp: "the servers record every request's client IP in change metadata (CF-Connecting-IP on workerd, the socket on Deno)",
   earlyAnswer: "Miniflare's loopback resets the connection when the worker answers before reading a large body",
   waitUntil: 'BUG (being fixed with the defer() seam): background work started without waitUntil is dropped by workerd',
   d1Join: 'BUG (being fixed with the D1 join mapping): joined selects on D1 map duplicated column names wrongly',
   d1Params: 'BUG: mark-read binds every id as one parameter; D1 allows 100 per statement, so 500 ids answer 500',
   workersTimeout: 'BUG: on workerd an API source timeout is reported as a failed request, not "timed out after N ms"',
   workersConnect: 'BUG: on workerd an initial sync that cannot connect leaves the source without syncStatus error',
-  workersXlsx: 'BUG: xlsx import and export fail on workerd (500 / 400) while csv and json work',
+  workersXlsx:
+    'BUG (not yet diagnosed): xlsx import fails on workerd (500) and on Deno (400), xlsx export on workerd; csv and json work',
   workersPdf: 'PDF export needs pdfkit, which the Workers bundle leaves out (400 naming the runtime)',
   workersHeaders: 'BUG: workerd answers one prepared response header fewer than Node on the same routes',
   workersImportFormat: 'BUG: on workerd an import of a format the config does not allow answers 500, not 400',

@@ -90,7 +90,16 @@ export async function startDeno(secret: string): Promise<RemoteServer> {
       if (JSON.stringify(env) !== served || env.RATE_LIMIT_ENABLED === 'true') await start(env)
       const tables = (await libsql.execute(TABLES_SQL)).rows.map((r) => String(r.name))
       const statements = await wipeStatements(async () => tables)
-      await libsql.batch(['PRAGMA defer_foreign_keys = on', ...statements], 'write')
+      // The server may still be writing (work a previous test started in the background): retry a while.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await libsql.batch(['PRAGMA defer_foreign_keys = on', ...statements], 'write')
+          break
+        } catch (err) {
+          if (attempt >= 20 || !String(err).includes('SQLITE_BUSY')) throw err
+          await new Promise((r) => setTimeout(r, 250))
+        }
+      }
       await storage.clear()
     },
     async dispatch(request) {
