@@ -35,6 +35,7 @@ export const SKIP = {
     'changes the in-process app or its primitives (adds a route, injects a cache, closes the database, spies on WebCrypto)',
   cacheDriver: 'expects the in-process memory cache driver in /health; the servers report their own (kv, fs)',
   clientIp: "the servers record every request's client IP in change metadata (CF-Connecting-IP on workerd, the socket on Deno)",
+  cfIp: 'on Workers the client IP is CF-Connecting-IP (Miniflare sends loopback), so X-Forwarded-For does not set it',
   earlyAnswer: "Miniflare's loopback resets the connection when the worker answers before reading a large body",
   waitUntil: 'BUG (being fixed with the defer() seam): background work started without waitUntil is dropped by workerd',
   d1Join: 'BUG (being fixed with the D1 join mapping): joined selects on D1 map duplicated column names wrongly',

@@ -70,9 +70,9 @@ export async function startWorkers(secret: string): Promise<RemoteServer> {
       },
     }) as MiniflareOptions
   let served = JSON.stringify({})
-  const mf = new Miniflare(options({}))
+  let mf = new Miniflare(options({}))
   await mf.ready
-  // Proxies to the bindings; made again after every setOptions (which poisons the old ones).
+  // Proxies to the bindings of the current instance.
   const connect = async () => {
     const d1 = (await mf.getD1Database('DB')) as unknown as D1Database
     const kv = await mf.getKVNamespace('CACHE')
@@ -100,7 +100,11 @@ export async function startWorkers(secret: string): Promise<RemoteServer> {
       const wanted = JSON.stringify(env)
       // Rate-limit windows live in the isolate: a test app that limits starts a fresh one.
       if (wanted !== served || env.RATE_LIMIT_ENABLED === 'true') {
-        await mf.setOptions(options(env))
+        // A new instance rather than setOptions: Miniflare's binding proxies fail after repeated
+        // setOptions calls (an assertion in its synchronous fetcher).
+        await mf.dispose()
+        mf = new Miniflare(options(env))
+        await mf.ready
         bound = await connect()
         served = wanted
       }
