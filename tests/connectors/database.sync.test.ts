@@ -6,6 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { makeTestApp, type TestApp } from '../helpers/app.ts'
 import { clientFor, type TestClient } from '../helpers/http.ts'
 import { type PgServer, startPasswordGate, startPgServer } from '../helpers/pg-server.ts'
+import { onTarget, SKIP } from '../helpers/target.ts'
 import { createPanel, createSource, currentRecords, runsOf } from '../modules/datasources/fixtures.ts'
 
 let pg: PgServer
@@ -33,7 +34,7 @@ beforeEach(async () => {
 
 const sync = (id: number) => alice.post(`/api/datasources/${id}/sync`)
 
-describe('database sources through the API', () => {
+describe.skipIf(onTarget(['workers', 'deno'], SKIP.noFiles))('database sources through the API', () => {
   it('refuses a query that writes or holds several statements, and a file outside the files folder (400)', async () => {
     for (const query of [
       'INSERT INTO encounters VALUES (9)',

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { makeTestApp, type TestApp } from '../helpers/app.ts'
 import { clientFor, type TestClient } from '../helpers/http.ts'
+import { onTarget, SKIP } from '../helpers/target.ts'
 import { createPanel, createSource, currentRecords } from '../modules/datasources/fixtures.ts'
 
 let root: string
@@ -19,13 +20,13 @@ beforeAll(async () => {
 })
 afterAll(() => rm(root, { recursive: true, force: true }))
 
-beforeEach(async () => {
-  t = await makeTestApp({ filesDir: root })
-  alice = clientFor(t.app, 'tenant-a', 'alice')
-  panelId = (await createPanel(alice)).id
-})
+describe.skipIf(onTarget(['workers', 'deno'], SKIP.noFiles))('POST /api/panels/{panelId}/datasources (file sources)', () => {
+  beforeEach(async () => {
+    t = await makeTestApp({ filesDir: root })
+    alice = clientFor(t.app, 'tenant-a', 'alice')
+    panelId = (await createPanel(alice)).id
+  })
 
-describe('POST /api/panels/{panelId}/datasources (file sources)', () => {
   it('creates a csv source and syncs the file before answering', async () => {
     const res = await createSource(alice, panelId, { filePath: 'patients.csv', keyField: 'id' }, 'csv')
     expect(res.status).toBe(201)
@@ -95,7 +96,7 @@ describe('POST /api/panels/{panelId}/datasources (file sources)', () => {
   })
 })
 
-describe('file sources on a runtime without a file system', () => {
+describe.skipIf(onTarget(['workers', 'deno'], SKIP.bareNode))('file sources on a runtime without a file system', () => {
   it('answers 400 at create with a message naming the runtime, and stores nothing', async () => {
     const bare = await makeTestApp()
     const bob = clientFor(bare.app, 'tenant-b', 'bob')

@@ -1,6 +1,6 @@
 import { createStorage, type Storage } from 'unstorage'
 import memoryDriver from 'unstorage/drivers/memory'
-import { createApp } from '../../src/app.ts'
+import { type App, createApp } from '../../src/app.ts'
 import { type EnvRecord, parseConfig } from '../../src/config.ts'
 import { createDb } from '../../src/db/client.ts'
 import { buildDeps, type Deps } from '../../src/deps.ts'
@@ -11,6 +11,9 @@ import { sha256Hex } from '../../src/runtime/node-crypto.ts'
 import { nodeDocsAssets } from '../../src/runtime/node-docs-assets.ts'
 import { nodeFileStore } from '../../src/runtime/node-files.ts'
 import { nodeSqliteOpener } from '../../src/runtime/node-sqlite.ts'
+import { remoteTestApp } from './remote/app.ts'
+import type { SqlClient } from './remote/server.ts'
+import { REMOTE } from './target.ts'
 import { type TestDatabase, testDatabaseClient } from './test-database.ts'
 
 export const TEST_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789'
@@ -29,6 +32,8 @@ export function testClock(start = '2026-01-01T12:00:00.000Z') {
   }
 }
 
+export type TestClock = ReturnType<typeof testClock>
+
 export interface TestAppOptions {
   env?: EnvRecord
   storage?: Storage
@@ -40,11 +45,26 @@ export interface TestAppOptions {
   database?: TestDatabase
 }
 
+/** The app under test, what it was built from, and ways into its database, clock and logs. */
+export interface TestApp {
+  app: App
+  deps: Deps
+  /** Raw SQL on the app's database. */
+  client: SqlClient
+  clock: TestClock
+  /** The app's log lines, parsed. */
+  logs: Record<string, unknown>[]
+}
+
 /**
  * The real app on a fresh in-memory libSQL database with the real migrations, a memory cache and
  * a movable clock (`log` collects lines instead of printing them).
+ *
+ * With PANEL_TEST_TARGET=workers|deno (tests/helpers/target.ts) the app is served by that runtime
+ * instead (tests/helpers/remote/): same shape, an emptied database and cache per call.
  */
-export async function makeTestApp(options: TestAppOptions = {}) {
+export async function makeTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  if (REMOTE) return remoteTestApp(TEST_SECRET, options)
   const config = parseConfig({
     NODE_ENV: 'test',
     JWT_SECRET: TEST_SECRET,
@@ -73,10 +93,8 @@ export async function makeTestApp(options: TestAppOptions = {}) {
     closeDb: () => client.close(),
   })
   const app = createApp(() => deps)
-  return { app, deps, client, clock, logs }
+  return { app, deps, client: client as SqlClient, clock, logs }
 }
-
-export type TestApp = Awaited<ReturnType<typeof makeTestApp>>
 
 /** A service context for seeding through services (not HTTP, not raw SQL). */
 export function serviceCtx(deps: Deps, tenantId: string, userId: string, isAdmin = false): ServiceContext {

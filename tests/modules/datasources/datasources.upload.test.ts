@@ -7,6 +7,7 @@ import { changes, dataSources } from '../../../src/db/schema.ts'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { tokenFor } from '../../helpers/auth.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
+import { onTarget, SKIP } from '../../helpers/target.ts'
 import { createPanel, createSource, currentRecords, runsOf, waitFor } from './fixtures.ts'
 
 const roots: string[] = []
@@ -59,7 +60,7 @@ const form = (content: string, name: string, field = 'file') => {
   return data
 }
 
-describe('PUT /api/datasources/{id}/file', () => {
+describe.skipIf(onTarget(['workers', 'deno'], SKIP.noFiles))('PUT /api/datasources/{id}/file', () => {
   it('stores a raw body in the tenant upload folder, points filePath at it and syncs', async () => {
     const id = await emptySource({ keyField: 'id' })
     const res = await upload(id, CSV, { headers: { 'Content-Type': 'text/csv' }, query: '?filename=patients.csv' })

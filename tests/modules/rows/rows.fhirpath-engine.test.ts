@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { type FixtureServer, sendJson, startJsonServer } from '../../helpers/servers.ts'
+import { onTarget, SKIP } from '../../helpers/target.ts'
 
 /**
  * The FHIRPath engine loads on first need (src/engine/fhirpath/engine.ts): a panel that reads plain
@@ -70,7 +71,7 @@ beforeEach(() => {
   payload = []
 })
 
-describe('the FHIRPath engine', () => {
+describe.skipIf(onTarget(['workers', 'deno'], SKIP.noFiles))('the FHIRPath engine', () => {
   it('stays unloaded while plain CSV and JSON rows are synced, recomputed, imported and previewed through member paths', async () => {
     const app = await freshApp()
     await app.base({ name: 'Family', sourceField: 'family' })

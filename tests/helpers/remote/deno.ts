@@ -1,0 +1,123 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { createClient } from '@libsql/client'
+import { createStorage } from 'unstorage'
+import fsDriver from 'unstorage/drivers/fs'
+import { inject } from 'vitest'
+import type { EnvRecord } from '../../../src/config.ts'
+import { createDb } from '../../../src/db/client.ts'
+import { freePort, type Service, startService, waitForHealth } from '../../runtime/processes.ts'
+import { NULL_BODY, type RemoteServer, remoteEnv, type SqlClient, TABLES_SQL, wipeStatements } from './server.ts'
+
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url))
+const ENTRY = 'src/runtime/deno.ts'
+
+/** `deno task start` of deno.json with the test front (deno-front.ts) in place of the entry it runs. */
+function startCommand() {
+  const task: string = JSON.parse(readFileSync(join(ROOT, 'deno.json'), 'utf8')).tasks.start
+  const [command, ...args] = task.split(/\s+/)
+  if (args.at(-1) !== ENTRY) throw new Error(`deno.json's start task no longer runs ${ENTRY}: ${task}`)
+  return { command: join(ROOT, command), args: [...args.slice(0, -1), 'tests/helpers/remote/deno-front.ts'] }
+}
+
+/**
+ * src/runtime/deno.ts run as `deno task start` runs it (its flags, through the test clock's front) on a libSQL file in a temp folder, with
+ * the fs cache driver in that folder, so the test process opens the same database file and cache.
+ * Started once per test file; restarted only when a test app asks for another environment.
+ */
+export async function startDeno(secret: string): Promise<RemoteServer> {
+  const dir = mkdtempSync(join(tmpdir(), 'deno-target-'))
+  const data = join(dir, 'data')
+  mkdirSync(join(data, 'files'), { recursive: true })
+  const dbFile = join(data, 'panels.db')
+  let service: Service | undefined
+  let origin = ''
+  let served: string | undefined
+  process.once('exit', () => {
+    service?.proc.kill('SIGKILL')
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  const start = async (env: EnvRecord) => {
+    await service?.stop(5_000)
+    const port = await freePort()
+    origin = `http://127.0.0.1:${port}`
+    const { command, args } = startCommand()
+    service = startService(command, args, {
+      cwd: ROOT,
+      env: {
+        ...remoteEnv(secret, {
+          DATABASE_URL: `file:${dbFile}`,
+          FILES_DIR: join(data, 'files'),
+          CACHE_DRIVER: 'fs',
+          SYNC_SCHEDULER: 'false',
+          ...env,
+        }),
+        PORT: String(port),
+        HOME: dir,
+        DENO_DIR: inject('denoDir'),
+        NO_COLOR: '1',
+      },
+    })
+    // vitest may end this worker without an exit event: the run's teardown stops what is listed here.
+    writeFileSync(join(inject('denoDir'), 'servers', String(service.proc.pid)), '')
+    await waitForHealth(service, origin, 120_000)
+    served = JSON.stringify(env)
+  }
+  await start({})
+
+  // The server created and migrated the file; this connection shares it (WAL, as the server set).
+  const libsql = createClient({ url: `file:${dbFile}` })
+  await libsql.execute('PRAGMA busy_timeout = 5000')
+  await libsql.execute('PRAGMA foreign_keys = ON')
+  const client: SqlClient = {
+    execute: async (stmt) => (await libsql.execute(stmt as never)) as never,
+    close() {
+      throw new Error('the database belongs to the Deno server: a test that closes it cannot run on the deno target')
+    },
+  }
+  const storage = createStorage({ driver: fsDriver({ base: join(data, 'cache') }) })
+
+  return {
+    runtime: 'deno',
+    db: createDb(libsql),
+    client,
+    storage,
+    async reset(env) {
+      // Rate-limit windows live in the process: a test app that limits starts a fresh one.
+      if (JSON.stringify(env) !== served || env.RATE_LIMIT_ENABLED === 'true') await start(env)
+      const tables = (await libsql.execute(TABLES_SQL)).rows.map((r) => String(r.name))
+      const statements = await wipeStatements(async () => tables)
+      // The server may still be writing (work a previous test started in the background): retry a while.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await libsql.batch(['PRAGMA defer_foreign_keys = on', ...statements], 'write')
+          break
+        } catch (err) {
+          if (attempt >= 20 || !String(err).includes('SQLITE_BUSY')) throw err
+          await new Promise((r) => setTimeout(r, 250))
+        }
+      }
+      await storage.clear()
+    },
+    async dispatch(request) {
+      const url = new URL(request.url)
+      const body = request.method === 'GET' || request.method === 'HEAD' ? undefined : await request.arrayBuffer()
+      const res = await fetch(`${origin}${url.pathname}${url.search}`, {
+        method: request.method,
+        headers: request.headers,
+        body,
+        redirect: 'manual',
+      })
+      if (res.status >= 500) console.error(`deno output:\n${service?.output()}`)
+      return NULL_BODY.has(res.status) ? res : new Response(await res.arrayBuffer(), res)
+    },
+    async close() {
+      libsql.close()
+      await service?.stop(5_000)
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
