@@ -59,6 +59,7 @@ const ConfigSchema = z
     SYNC_TIMEOUT_SECONDS: int(900, 1, 86_400),
     SYNC_MAX_BYTES: int(2 * 1024 ** 3, 1024, 2 ** 50),
     SYNC_MAX_RECORDS: int(10_000_000, 1, 1_000_000_000),
+    SHUTDOWN_TIMEOUT_SECONDS: int(10, 1, 3_600),
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).optional().default('info'),
     AUDIT_RETENTION_DAYS: int(2190, 1, 36_500),
   })
@@ -130,6 +131,11 @@ export interface Config {
   syncIntervalSeconds: number
   /** The service's own limits on one synchronisation (DATA-ENGINE: limits end a sync with an error). */
   syncLimits: { timeoutMs: number; maxBytes: number; maxRecords: number }
+  /**
+   * The longest a graceful stop (SIGTERM, `deps.close()`) may take: open connections drained,
+   * background work finished or handed back, the database closed (docs/operations.md).
+   */
+  shutdownTimeoutMs: number
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent'
   /**
    * The read audit (docs/audit.md). `reads` is always true from the environment: there is no
@@ -190,6 +196,7 @@ export function parseConfig(env: EnvRecord): Config {
     syncScheduler: e.SYNC_SCHEDULER,
     syncIntervalSeconds: e.SYNC_INTERVAL_SECONDS,
     syncLimits: { timeoutMs: e.SYNC_TIMEOUT_SECONDS * 1000, maxBytes: e.SYNC_MAX_BYTES, maxRecords: e.SYNC_MAX_RECORDS },
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_SECONDS * 1000,
     logLevel: e.LOG_LEVEL,
     audit: { retentionDays: e.AUDIT_RETENTION_DAYS, reads: true },
   }

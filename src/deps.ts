@@ -5,6 +5,7 @@ import type { Db } from './db/client.ts'
 import type { DocsAssets } from './http/docs-assets.ts'
 import { createRateLimiter, type RateLimiter } from './http/rate-limit.ts'
 import { createTokenVerifier, type TokenVerifier } from './http/token-verifier.ts'
+import { type BackgroundJob, type Defer, trackBackgroundWork } from './lib/background.ts'
 import { type Clock, systemClock } from './lib/clock.ts'
 import type { FileStore } from './lib/files.ts'
 import { createLogger, type Logger } from './lib/logger.ts'
@@ -40,8 +41,23 @@ export interface Deps {
   tokens: TokenVerifier
   rateLimiter: RateLimiter
   startedAt: number
-  /** Closes what the deps own (database client, cache driver). */
-  close(): Promise<void>
+  /**
+   * The one seam for work that outlives its request (async syncs, recomputes, scheduler steps):
+   * `waitUntil` on Workers; tracked on Node and Deno, and finished or handed back by `close()`.
+   */
+  defer: Defer
+  /**
+   * Aborted when `close()` runs out of waiting time (Node, Deno): long work then stops at its next
+   * safe point and leaves the rest for the next run, as after a crash. Undefined on Workers.
+   */
+  stopping?: AbortSignal
+  /**
+   * Waits for deferred work until shortly before `until` (epoch ms; default: SHUTDOWN_TIMEOUT_SECONDS
+   * from now), then aborts `stopping` and gives what is left the rest of the time to hand back.
+   */
+  settle(options?: { until?: number }): Promise<void>
+  /** `settle`, then closes what the deps own (database client, cache driver). */
+  close(options?: { until?: number }): Promise<void>
 }
 
 export interface Primitives {
@@ -56,6 +72,8 @@ export interface Primitives {
   runtime?: string
   docsAssets?: DocsAssets
   sha256Hex?: (text: string) => string
+  /** The runtime's own way to keep work alive after the response (Workers: `ctx.waitUntil`). */
+  waitUntil?: (work: Promise<unknown>) => void
   closeDb?: () => void | Promise<void>
 }
 
@@ -66,12 +84,26 @@ export async function buildDeps(config: Config, p: Primitives): Promise<Deps> {
   const clock = p.clock ?? systemClock
   const now = () => clock.now().getTime()
   const cache = createCache(p.storage, { defaultTtl: config.cacheTtlSeconds, now })
+  const log = p.log ?? createLogger(config.logLevel)
+  const waitUntil = p.waitUntil
+  const background = waitUntil ? undefined : trackBackgroundWork(log)
+  async function settle({ until = Date.now() + config.shutdownTimeoutMs } = {}) {
+    if (!background || background.pending() === 0) return
+    // Most of the time to finish; the last fifth (at most 2 s) for what is left to hand back.
+    const left = Math.max(0, until - Date.now())
+    const graceMs = Math.min(2_000, Math.floor(left / 5))
+    log.info('background work settled', { ...(await background.settle({ waitMs: left - graceMs, graceMs })) })
+  }
+  const defer: Defer = waitUntil
+    ? (work: Promise<unknown>, job: BackgroundJob) =>
+        waitUntil(work.catch((err) => log.error('background work failed', { ...job, error: (err as Error)?.message })))
+    : background!.defer
   return {
     db: p.db,
     cache,
     config: config as Config & { jwtSecret: string },
     clock,
-    log: p.log ?? createLogger(config.logLevel),
+    log,
     outbound: { fetch: p.fetch ?? fetch, resolveHost: p.resolveHost },
     secrets: await createSecretBox(config.encryptionKey),
     files: p.files,
@@ -82,7 +114,11 @@ export async function buildDeps(config: Config, p: Primitives): Promise<Deps> {
     tokens: createTokenVerifier(config.jwtSecret, now),
     rateLimiter: createRateLimiter(now),
     startedAt: now(),
-    async close() {
+    defer,
+    stopping: background?.stopping,
+    settle,
+    async close(options = {}) {
+      await settle(options)
       await cache.dispose()
       await p.closeDb?.()
     },

@@ -17,6 +17,7 @@ export type ErrorCode =
   | 'UNSUPPORTED_MEDIA_TYPE'
   | 'RATE_LIMITED'
   | 'INTERNAL_ERROR'
+  | 'SERVICE_UNAVAILABLE'
 
 const STATUS: Record<ErrorCode, number> = {
   VALIDATION_ERROR: 400,
@@ -36,6 +37,7 @@ const STATUS: Record<ErrorCode, number> = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
   INTERNAL_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
 }
 
 const TITLE: Partial<Record<ErrorCode, string>> = {
@@ -55,6 +57,7 @@ const TITLE: Partial<Record<ErrorCode, string>> = {
   UNSUPPORTED_MEDIA_TYPE: 'Unsupported Media Type',
   RATE_LIMITED: 'Too Many Requests',
   INTERNAL_ERROR: 'Internal Server Error',
+  SERVICE_UNAVAILABLE: 'Service Unavailable',
 }
 
 export interface FieldIssue {
@@ -113,4 +116,11 @@ export const formulaError = (errors: unknown[], message = 'Formula is invalid') 
 export const tooLarge = (message: string) => new AppError('PAYLOAD_TOO_LARGE', message)
 
 /** True for the 409 a held sync lease (or another conflict) answers. */
+/** The process is stopping (docs/operations.md): nothing was done; retry, on another instance or later. */
+export function stopping(): AppError {
+  const err = new AppError('SERVICE_UNAVAILABLE', 'The service is restarting; nothing was done, retry the request')
+  err.headers['Retry-After'] = '1'
+  return err
+}
+
 export const isConflict = (err: unknown): err is AppError => err instanceof AppError && err.code === 'CONFLICT'

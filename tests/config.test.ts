@@ -46,6 +46,7 @@ describe('parseConfig defaults', () => {
       syncScheduler: true,
       syncIntervalSeconds: 60,
       syncLimits: { maxBytes: 2 * 1024 ** 3, maxRecords: 10_000_000, timeoutMs: 900_000 },
+      shutdownTimeoutMs: 10_000,
       logLevel: 'info',
       audit: { retentionDays: 2190, reads: true },
     })
@@ -72,6 +73,7 @@ describe('parseConfig defaults', () => {
       ALLOW_PRIVATE_NETWORK_SOURCES: 'true',
       RATE_LIMIT_PANELS: '5/10',
       SYNC_SCHEDULER: 'false',
+      SHUTDOWN_TIMEOUT_SECONDS: '30',
       LOG_LEVEL: 'debug',
       AUDIT_RETENTION_DAYS: '30',
     })
@@ -87,6 +89,7 @@ describe('parseConfig defaults', () => {
       filesDir: '/srv/files',
       allowPrivateNetworkSources: true,
       syncScheduler: false,
+      shutdownTimeoutMs: 30_000,
       logLevel: 'debug',
       audit: { retentionDays: 30, reads: true },
     })
@@ -110,6 +113,7 @@ describe('parseConfig invalid variables', () => {
     ['CACHE_TTL_SECONDS', '0'],
     ['CACHE_DRIVER', 'memcached'],
     ['LOG_LEVEL', 'loud'],
+    ['SHUTDOWN_TIMEOUT_SECONDS', '0'],
     ['NODE_ENV', 'staging'],
     ['AUTH_DISABLED', 'yes'],
     ['RATE_LIMIT_PANELS', 'abc'],

@@ -32,10 +32,23 @@ export interface ServiceContext extends Deps {
   access?: AccessEntry
 }
 
-export type MakeDeps = (env: unknown) => Deps | Promise<Deps>
+/** The part of the request a runtime's `makeDeps` may use: Workers read `executionCtx.waitUntil`. */
+export interface DepsRequest {
+  readonly executionCtx: { waitUntil(work: Promise<unknown>): void }
+}
 
-/** Bindings a runtime may pass as the second argument of `fetch` (Workers env, Node's client IP). */
-export type RuntimeBindings = { clientIp?: string } & Record<string, unknown>
+/**
+ * Builds (Workers) or hands out (Node, Deno) the deps of one request. `request.executionCtx`
+ * throws where the runtime passed none (Node), so only an entry that has one reads it.
+ */
+export type MakeDeps = (env: unknown, request: DepsRequest) => Deps | Promise<Deps>
+
+/**
+ * Bindings a runtime may pass as the second argument of `fetch` (Workers env, Node's client IP).
+ * `stopping`: the process is shutting down and this request came on a connection opened after
+ * the signal, so it is refused with a 503 (docs/operations.md, Graceful shutdown).
+ */
+export type RuntimeBindings = { clientIp?: string; stopping?: boolean } & Record<string, unknown>
 
 export type AppEnv = {
   Bindings: RuntimeBindings

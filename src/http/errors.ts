@@ -14,7 +14,8 @@ export function issuesToDetails(issues: readonly ZodIssueLike[], prefix?: string
   }))
 }
 
-function render(c: Context<AppEnv>, err: AppError) {
+/** The contract's error body for `err` (CONTRACT: Errors), without logging. */
+export function render(c: Context<AppEnv>, err: AppError) {
   const body = {
     error: err.title,
     statusCode: err.status,

@@ -1,7 +1,9 @@
 import type { MiddlewareHandler } from 'hono'
+import { stopping } from '../errors.ts'
 import { logRequest } from './access-log.ts'
 import { type AppEnv, type MakeDeps, requestIdOf } from './context.ts'
 import { corsFor } from './cors.ts'
+import { render } from './errors.ts'
 import { applyResponseHeaders, type HeaderRecord, SECURITY_HEADERS } from './response-headers.ts'
 
 /**
@@ -17,7 +19,7 @@ export const requestFrame = (makeDeps: MakeDeps): MiddlewareHandler<AppEnv> =>
     const id = requestIdOf(c)
     c.set('requestId', id)
     // Shared deps come back as a value (Node, Deno): no promise to wait for.
-    const made = makeDeps(c.env)
+    const made = makeDeps(c.env, c)
     const deps = made instanceof Promise ? await made : made
     c.set('deps', deps)
     const headers: HeaderRecord = { ...SECURITY_HEADERS, 'x-request-id': id }
@@ -28,7 +30,8 @@ export const requestFrame = (makeDeps: MakeDeps): MiddlewareHandler<AppEnv> =>
       if (answer) c.res = answer
     } else {
       cors.addHeaders(headers, c.req.header('origin'))
-      await next()
+      if (c.env?.stopping === true) c.res = render(c, stopping())
+      else await next()
     }
     applyResponseHeaders(c, headers)
     logRequest(c, started)

@@ -8,6 +8,7 @@ import { type Config, ConfigError, parseConfig } from '../config.ts'
 import { buildDeps } from '../deps.ts'
 import { createLogger } from '../lib/logger.ts'
 import { signToken } from '../lib/tokens.ts'
+import { drainableHandler } from './deno-drain.ts'
 import { nodePrimitives, withDevSecrets } from './node-primitives.ts'
 import { startScheduler } from './scheduler-loop.ts'
 
@@ -16,7 +17,7 @@ interface DenoApi {
   env: { toObject(): Record<string, string>; get(name: string): string | undefined }
   serve(
     options: { port: number; hostname?: string; onListen?: (addr: { port: number }) => void },
-    handler: (req: Request, info: { remoteAddr: { hostname: string } }) => Response | Promise<Response>,
+    handler: (req: Request, info: { remoteAddr: { hostname: string; port: number } }) => Response | Promise<Response>,
   ): { shutdown(): Promise<void>; finished: Promise<void> }
   addSignalListener(signal: 'SIGTERM' | 'SIGINT', handler: () => void): void
   exit(code: number): never
@@ -40,6 +41,7 @@ async function main() {
   const deps = await buildDeps(config, { ...(await nodePrimitives(config)), runtime: 'deno', log })
   const app = createApp(() => deps)
   const scheduler = startScheduler(deps)
+  const drainable = drainableHandler()
   const server = Deno.serve(
     {
       port: config.port,
@@ -54,24 +56,31 @@ async function main() {
         }
       },
     },
-    (req, info) => app.fetch(req, { clientIp: info.remoteAddr.hostname }),
+    async (req, info) => {
+      const { hostname, port } = info.remoteAddr
+      const stopping = drainable.refuses(`${hostname}:${port}`)
+      return drainable.finish(await app.fetch(req, { clientIp: hostname, stopping }))
+    },
   )
 
   let stopping = false
+  // docs/operations.md: the same stop as Node's, within SHUTDOWN_TIMEOUT_SECONDS.
   const shutdown = async (signal: string) => {
     if (stopping) return
     stopping = true
     log.info('shutting down', { signal })
+    const deadline = Date.now() + config.shutdownTimeoutMs
     const force = setTimeout(() => {
       log.error('shutdown timed out')
       Deno.exit(1)
-    }, 10_000)
-    // Stops accepting connections and waits for in-flight requests to finish.
-    await server.shutdown()
-    await scheduler.stop()
-    await deps.close()
+    }, config.shutdownTimeoutMs)
+    scheduler.stop()
+    const until = deadline - 250
+    // Stops accepting once quiet and waits for in-flight requests; background work settles meanwhile.
+    await Promise.all([drainable.quiet(until).then(() => server.shutdown()), deps.settle({ until })])
+    await deps.close({ until })
     clearTimeout(force)
-    log.info('stopped')
+    log.info('stopped', { signal })
     Deno.exit(0)
   }
   Deno.addSignalListener('SIGTERM', () => void shutdown('SIGTERM'))

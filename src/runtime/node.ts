@@ -1,11 +1,12 @@
 import type { Server as HttpServer } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import type { AddressInfo, Socket } from 'node:net'
 import { serve } from '@hono/node-server'
 import { createApp } from '../app.ts'
 import { type Config, ConfigError, parseConfig } from '../config.ts'
 import { buildDeps } from '../deps.ts'
 import { createLogger } from '../lib/logger.ts'
 import { signToken } from '../lib/tokens.ts'
+import { drainableServer } from './node-drain.ts'
 import { bufferedStdout, nodePrimitives, withDevSecrets } from './node-primitives.ts'
 import { startScheduler } from './scheduler-loop.ts'
 
@@ -27,10 +28,13 @@ async function main() {
   const app = createApp(() => deps)
   const scheduler = startScheduler(deps)
   const server = serve({
-    fetch: (req, env: { incoming?: { socket?: { remoteAddress?: string } } }) =>
-      app.fetch(req, { clientIp: env?.incoming?.socket?.remoteAddress }),
+    fetch: (req, env: { incoming?: { socket?: Socket } }) => {
+      const socket = env?.incoming?.socket
+      return app.fetch(req, { clientIp: socket?.remoteAddress, stopping: drainable.refuses(socket) })
+    },
     port: config.port,
   })
+  const drainable = drainableServer(server as HttpServer)
 
   server.once('listening', async () => {
     const { port } = server.address() as AddressInfo
@@ -46,32 +50,31 @@ async function main() {
   })
 
   let stopping = false
-  const shutdown = (signal: string) => {
+  // docs/operations.md: answer every request read, drain keep-alive connections without a reset,
+  // finish or hand back background work, close the database, all within SHUTDOWN_TIMEOUT_SECONDS.
+  const shutdown = async (signal: string) => {
     if (stopping) return
     stopping = true
     log.info('shutting down', { signal })
+    const deadline = Date.now() + config.shutdownTimeoutMs
     const force = setTimeout(() => {
       log.error('shutdown timed out; closing connections')
+      ;(server as HttpServer).closeAllConnections()
       process.exit(1)
-    }, 10_000)
+    }, config.shutdownTimeoutMs)
     force.unref()
-    // Stop accepting; in-flight requests finish; idle keep-alive sockets close now.
-    const http = server as HttpServer
-    server.close(async () => {
-      clearInterval(idle)
-      await scheduler.stop()
-      await deps.close()
-      log.info('stopped')
-      process.exit(0)
-    })
-    http.closeIdleConnections()
-    // A keep-alive socket turns idle when its in-flight response ends: close it then rather than
-    // after keepAliveTimeout, and answer requests still arriving on open sockets with Connection: close.
-    const idle = setInterval(() => http.closeIdleConnections(), 100)
-    http.on('request', (_req, res) => res.setHeader('Connection', 'close'))
+    scheduler.stop()
+    // Connections and background work drain side by side (an idle keep-alive connection may take
+    // its keep-alive timeout); the last quarter second is kept for closing the database and the log.
+    const until = deadline - 250
+    await Promise.all([drainable.drain(until), deps.settle({ until })])
+    await deps.close({ until })
+    clearTimeout(force)
+    log.info('stopped', { signal })
+    process.exit(0)
   }
-  process.on('SIGTERM', () => shutdown('SIGTERM'))
-  process.on('SIGINT', () => shutdown('SIGINT'))
+  process.on('SIGTERM', () => void shutdown('SIGTERM'))
+  process.on('SIGINT', () => void shutdown('SIGINT'))
 }
 
 main().catch((err) => {

@@ -109,8 +109,11 @@ function assetsOf(env: WorkerEnv): DocsAssets | undefined {
   }
 }
 
-/** The request's deps: fresh database and cache clients, the isolate's token cache and rate limits. */
-async function depsFor(env: WorkerEnv): Promise<Deps> {
+/**
+ * The request's deps: fresh database and cache clients, the isolate's token cache and rate limits,
+ * and `defer` kept alive by the invocation's `waitUntil` (workerd drops work left after the response).
+ */
+async function depsFor(env: WorkerEnv, execution: Pick<ExecutionContext, 'waitUntil'>): Promise<Deps> {
   let isolate: Isolate
   try {
     isolate = isolateOf(env)
@@ -128,6 +131,7 @@ async function depsFor(env: WorkerEnv): Promise<Deps> {
   // workerd's fetch must be called on the global object, not as a method of `deps.outbound`.
   const outboundFetch: typeof fetch = (input, init) => fetch(input, init)
   const files = env.FILES ? r2FileStore(env.FILES) : undefined
+  const waitUntil = (work: Promise<unknown>) => execution.waitUntil(work)
   const deps = await buildDeps(config, {
     db,
     storage,
@@ -137,11 +141,12 @@ async function depsFor(env: WorkerEnv): Promise<Deps> {
     fetch: outboundFetch,
     log,
     docsAssets: assetsOf(env),
+    waitUntil,
   })
   return { ...deps, ...isolate.shared }
 }
 
-const app = createApp((env) => depsFor(env as WorkerEnv))
+const app = createApp((env, request) => depsFor(env as WorkerEnv, request.executionCtx))
 
 export default {
   async fetch(request: Request, env: WorkerEnv, ctx: ExecutionContext) {
@@ -156,7 +161,7 @@ export default {
   /** The cron trigger of wrangler.toml: runs the due syncs, kept alive by waitUntil. */
   scheduled(controller: ScheduledController, env: WorkerEnv, ctx: ExecutionContext) {
     ctx.waitUntil(
-      depsFor(env).then(async (deps) => {
+      depsFor(env, ctx).then(async (deps) => {
         const report = await runDueSyncs(deps, new Date(controller.scheduledTime))
         deps.log.info('scheduled syncs', { cron: controller.cron, ...report })
       }),

@@ -44,6 +44,8 @@ export async function runDueSyncs(deps: Deps, now: Date = deps.clock.now(), limi
     .orderBy(asc(dataSources.nextSyncAt))
     .limit(limit)
   for (const source of due) {
+    // A stopping service starts no further sync; the ones left stay due for the next step.
+    if (deps.stopping?.aborted) break
     try {
       const outcome = await runSync(systemContext(deps, source.tenantId), source, 'schedule')
       report.started++

@@ -10,7 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildWorker, WORKER_LIMITS, type WorkerBundle } from '../../scripts/build-worker.ts'
 import { documentedSizes, SIZE_DRIFT } from '../../scripts/docs-sizes.ts'
 import { type FixtureServer, sendJson, startJsonServer } from '../helpers/servers.ts'
-import { freePort, SMOKE_SECRET } from './processes.ts'
+import { listingSuite } from './listing.ts'
+import { freePort, SMOKE_SECRET, waitFor } from './processes.ts'
 import { bearer, smokeSuite } from './smoke.ts'
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -52,7 +53,11 @@ describe('Cloudflare Workers: the bundled entry in workerd (Miniflare, local D1,
       ],
       { cwd: ROOT, stdio: 'pipe', timeout: 120_000, env: { ...process.env, CI: 'true', WRANGLER_SEND_METRICS: 'false' } },
     )
-    fixture = await startJsonServer((_req, res) => sendJson(res, 200, [{ id: 1, name: 'Ada' }]))
+    // `/slow` answers after 1.5 s, so an async sync is still reading when its 202 has been sent.
+    fixture = await startJsonServer((req, res) => {
+      if (req.url?.startsWith('/slow')) setTimeout(() => sendJson(res, 200, [{ id: 1, name: 'Ada' }]), 1_500)
+      else sendJson(res, 200, [{ id: 1, name: 'Ada' }])
+    })
     const port = await freePort()
     mf = new Miniflare({
       modules: true,
@@ -138,6 +143,39 @@ describe('Cloudflare Workers: the bundled entry in workerd (Miniflare, local D1,
   })
 
   smokeSuite(() => ({ base, secret: SMOKE_SECRET, noPdf: 'workers' }))
+
+  listingSuite(() => ({ base, secret: SMOKE_SECRET }))
+
+  it('finishes an async sync after its 202 (the work is kept alive by waitUntil)', async () => {
+    const headers = await bearer(SMOKE_SECRET, 'async-tenant', 'alice')
+    const who = { tenantId: 'async-tenant', userId: 'alice' }
+    const panel = await (
+      await fetch(`${base}/api/panels`, { method: 'POST', headers, body: JSON.stringify({ name: 'Async', ...who }) })
+    ).json()
+    const created = await fetch(`${base}/api/panels/${panel.id}/datasources`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ name: 'Slow API', type: 'api', config: { apiEndpoint: `${fixture!.url}/slow` }, ...who }),
+    })
+    expect(created.status).toBe(201)
+    const source = await created.json()
+    const started = await fetch(`${base}/api/datasources/${source.id}/sync?async=true&tenantId=async-tenant`, {
+      method: 'POST',
+      headers,
+      body: '{}',
+    })
+    expect(started.status).toBe(202)
+    const run = await started.json()
+    expect(run.status).toBe('syncing')
+    const done = await waitFor(20_000, 'the async sync run to end', async () => {
+      const runs = await (await fetch(`${base}/api/datasources/${source.id}/sync-runs?tenantId=async-tenant`, { headers })).json()
+      const found = (runs.syncRuns ?? runs.data ?? runs).find((r: { id: number }) => r.id === run.id)
+      return found && found.status !== 'syncing' ? found : undefined
+    })
+    expect(done).toMatchObject({ id: run.id, status: 'success', rowsWritten: 1 })
+    const rows = await (await fetch(`${base}/api/panels/${panel.id}/rows?tenantId=async-tenant`, { headers })).json()
+    expect(rows.meta.total).toBe(1)
+  })
 
   it('reports the KV cache in /health', async () => {
     const health = await (await fetch(`${base}/health`)).json()

@@ -144,7 +144,14 @@ export async function fail(
   return outcome(ctx, source, run, 0, status === 'cancelled' ? error : `Synchronisation failed: ${error}`)
 }
 
-async function outcome(ctx: ServiceContext, source: DataSourceRow, run: SyncRunRow, recordsProcessed: number, message: string) {
+/** The outcome of an ended run, with the source and run as stored now. */
+export async function outcome(
+  ctx: ServiceContext,
+  source: DataSourceRow,
+  run: SyncRunRow,
+  recordsProcessed: number,
+  message: string,
+) {
   const [[fresh], [finished]] = await ctx.db.batch([
     ctx.db.select().from(dataSources).where(eq(dataSources.id, source.id)),
     ctx.db.select().from(syncRuns).where(eq(syncRuns.id, run.id)),

@@ -25,12 +25,16 @@ import {
 } from './datasources.records.ts'
 import { type DataSourceRow, type SyncRunRow, toSyncRunDto } from './datasources.schemas.ts'
 import { SecretUnavailableError, unsealConfig } from './datasources.secrets.ts'
-import { type Counts, fail, finish, type SyncOutcome } from './datasources.sync-end.ts'
+import { type Counts, fail, finish, outcome, type SyncOutcome } from './datasources.sync-end.ts'
 
 /** How long a lease holds without a sign of life; every committed batch renews it. */
 export const LEASE_MS = 2 * 60 * 1000
 
 class SyncCancelled extends Error {}
+/** The service is stopping (`ctx.stopping`): the run is handed back as after a crash. */
+class SyncInterrupted extends Error {}
+
+const INTERRUPTED = 'Synchronisation interrupted: the service stopped while it ran; it will run again'
 
 /**
  * Takes the source's lease and opens a sync run (DATA-ENGINE: Sync lifecycle): the run row and
@@ -103,6 +107,7 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
       counts.rowsWritten = Number(written?.n ?? 0)
     }
   } catch (err) {
+    if (err instanceof SyncInterrupted) return handBack(ctx, source, run, counts)
     const cancelled = err instanceof SyncCancelled
     const message = cancelled ? 'Synchronisation cancelled' : errorMessageOf(ctx, source, run, err)
     return fail(ctx, { source, run, counts, incremental }, cancelled ? 'cancelled' : 'error', message, Date.now() - started)
@@ -128,13 +133,13 @@ export async function runSync(ctx: ServiceContext, source: DataSourceRow, trigge
 
 /**
  * Opens the run (so a held lease is still a 409 to the caller) and lets the sync go on in the
- * background; its failures end up on the source and the run, anything unexpected in the log.
+ * background through `ctx.defer` (kept alive by waitUntil on Workers, finished or handed back at
+ * shutdown on Node and Deno); its failures end up on the source and the run, anything unexpected
+ * in the log.
  */
 export async function runSyncInBackground(ctx: ServiceContext, source: DataSourceRow, trigger: SyncTrigger): Promise<SyncRunRow> {
   const run = await beginSync(ctx, source, trigger)
-  executeSync(ctx, source, run).catch((err) =>
-    ctx.log.error('background sync failed', { dataSourceId: source.id, runId: run.id, error: (err as Error)?.message }),
-  )
+  ctx.defer(executeSync(ctx, source, run), { what: 'sync', dataSourceId: source.id, runId: run.id })
   return run
 }
 
@@ -161,20 +166,27 @@ export async function requestCancel(ctx: ServiceContext, source: DataSourceRow):
  * Crash recovery (DATA-ENGINE: Sync lifecycle): sources left in `syncing` whose lease ran out are
  * marked `error` ("interrupted") and due again; their runs end in error. With `all`, every
  * `syncing` source is recovered regardless of its lease (start-up of the only process of a file
- * database). Runs across tenants: a system task, not a request.
+ * database); with `{ runId }`, the source that run holds (a sync handing itself back at shutdown).
+ * Runs across tenants: a system task, not a request.
  */
-export async function recoverInterruptedSyncs(db: ServiceContext['db'], now: Date, all = false): Promise<number> {
+export async function recoverInterruptedSyncs(
+  db: ServiceContext['db'],
+  now: Date,
+  which: boolean | { runId: number } = false,
+): Promise<number> {
   const at = now.toISOString()
-  const stale = all
-    ? sql`sync_status = 'syncing'`
-    : sql`sync_status = 'syncing' AND (lease_expires_at IS NULL OR lease_expires_at < ${at})`
-  const message = 'Synchronisation interrupted: the service stopped while it ran; it will run again'
+  const stale =
+    typeof which === 'object'
+      ? sql`sync_status = 'syncing' AND lease_run_id = ${which.runId}`
+      : which
+        ? sql`sync_status = 'syncing'`
+        : sql`sync_status = 'syncing' AND (lease_expires_at IS NULL OR lease_expires_at < ${at})`
   const [, sources] = await db.batch([
     db.run(sql`
-      UPDATE sync_runs SET status = 'error', error = ${message}, finished_at = ${at}
+      UPDATE sync_runs SET status = 'error', error = ${INTERRUPTED}, finished_at = ${at}
       WHERE status = 'syncing' AND data_source_id IN (SELECT id FROM data_sources WHERE ${stale})`),
     db.run(sql`
-      UPDATE data_sources SET sync_status = 'error', error_message = ${message}, lease_run_id = NULL,
+      UPDATE data_sources SET sync_status = 'error', error_message = ${INTERRUPTED}, lease_run_id = NULL,
         lease_expires_at = NULL, next_sync_at = ${at}
       WHERE ${stale}`),
   ])
@@ -199,9 +211,11 @@ async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
   const { source, run, counts, incremental } = job
   const limits = ctx.config.syncLimits
   const timeout = AbortSignal.timeout(limits.timeoutMs)
+  // A stopping service aborts the connector's reads too, so a sync waiting on its source hands back at once.
+  const signal = ctx.stopping ? AbortSignal.any([timeout, ctx.stopping]) : timeout
   let pendingCursor: { value: unknown } | undefined
   const cctx: ConnectorContext = {
-    signal: timeout,
+    signal,
     fetch: createGuardedFetch({
       fetch: ctx.outbound.fetch,
       resolveHost: ctx.outbound.resolveHost,
@@ -252,8 +266,10 @@ async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
           WHERE id = ${source.id}`)
       }
       await commitBatch(ctx, run, statements, counts)
+      if (ctx.stopping?.aborted) throw new SyncInterrupted()
     }
   } catch (err) {
+    if (ctx.stopping?.aborted && !(err instanceof SyncCancelled)) throw new SyncInterrupted()
     if (timeout.aborted && !(err instanceof SyncCancelled)) {
       throw new ConnectorError(
         `Synchronisation timed out after ${Math.round(limits.timeoutMs / 1000)} s (the service's limit, SYNC_TIMEOUT_SECONDS)`,
@@ -313,6 +329,17 @@ async function commitBatch(ctx: ServiceContext, run: SyncRunRow, statements: SQL
   ] as unknown as Parameters<typeof ctx.db.batch>[0])
   const [state] = results[results.length - 1] as { cancel: boolean }[]
   if (state?.cancel) throw new SyncCancelled()
+}
+
+/**
+ * A sync stopped by a stopping service ends exactly as the crash path ends it: the run in `error`
+ * ("interrupted"), the source due again with its lease released; the partial generation is left
+ * for the next run to clear, as after a crash.
+ */
+async function handBack(ctx: ServiceContext, source: DataSourceRow, run: SyncRunRow, counts: Counts) {
+  await recoverInterruptedSyncs(ctx.db, ctx.clock.now(), { runId: run.id })
+  ctx.log.warn('sync handed back', { dataSourceId: source.id, runId: run.id, rowsRead: counts.rowsRead })
+  return outcome(ctx, source, run, 0, INTERRUPTED)
 }
 
 /** The per-source cache a connector gets (e.g. OAuth2 tokens), under the tenant's key space. */

@@ -93,14 +93,22 @@ export const bumpColumnsVersion = (db: Deps['db'], tenantId: string, panelId: nu
  * Recomputes a panel's rows with its current columns, batch by batch (never loading the panel
  * whole), writing only rows whose cells or errors changed. When the columns change again meanwhile
  * it starts over with the new plan, so it ends with the panel marked up to date. Answers the number
- * of rows rewritten.
+ * of rows rewritten. An aborted `stop` (a stopping service) ends it between two batches with the
+ * panel still marked stale, so the scheduler's sweep finishes it later.
  */
-export async function recomputePanel(db: Deps['db'], tenantId: string, panelId: number, now: () => Date): Promise<number> {
+export async function recomputePanel(
+  db: Deps['db'],
+  tenantId: string,
+  panelId: number,
+  now: () => Date,
+  stop?: AbortSignal,
+): Promise<number> {
   let written = 0
   for (;;) {
     const plan = await loadPanelPlan(db, tenantId, panelId)
     let after = 0
     for (;;) {
+      if (stop?.aborted) return written
       const batch = await db.all<{
         id: number
         data_source_id: number
@@ -146,18 +154,19 @@ export async function recomputePanel(db: Deps['db'], tenantId: string, panelId: 
 
 /**
  * After a column change: small panels are recomputed before the answer, large ones in the
- * background (the scheduler's step also picks up any panel left stale, e.g. on Workers).
+ * background through `ctx.defer` (the scheduler's step also picks up any panel left stale: one
+ * handed back at shutdown, or cut short on Workers).
  */
 export async function recomputeAfterColumnChange(ctx: ServiceContext, panelId: number): Promise<void> {
   const [{ n }] = await ctx.db.all<{ n: number }>(
     sql`SELECT count(*) AS n FROM records WHERE tenant_id = ${ctx.scope.tenantId} AND panel_id = ${panelId}`,
   )
-  const run = () => recomputePanel(ctx.db, ctx.scope.tenantId, panelId, () => ctx.clock.now())
+  const run = () => recomputePanel(ctx.db, ctx.scope.tenantId, panelId, () => ctx.clock.now(), ctx.stopping)
   if (Number(n) <= INLINE_RECOMPUTE_LIMIT) {
     await run()
     return
   }
-  run().catch((err) => ctx.log.error('background recompute failed', { panelId, error: (err as Error)?.message }))
+  ctx.defer(run(), { what: 'recompute', tenantId: ctx.scope.tenantId, panelId })
 }
 
 /** The scheduler's sweep: recomputes panels whose rows are stale (at most `limit` panels per call). */
@@ -167,7 +176,7 @@ export async function recomputeStalePanels(deps: Deps, limit = 5): Promise<numbe
     WHERE deleted_at IS NULL AND materialised_version <> columns_version
     LIMIT ${limit}`)
   let rows = 0
-  for (const p of stale) rows += await recomputePanel(deps.db, p.tenant_id, p.id, () => deps.clock.now())
+  for (const p of stale) rows += await recomputePanel(deps.db, p.tenant_id, p.id, () => deps.clock.now(), deps.stopping)
   return rows
 }
 
