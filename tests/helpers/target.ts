@@ -28,7 +28,8 @@ export const REMOTE = TARGET !== 'node'
  * (tests/helpers/target.test.ts checks it), so the list stays short and visible.
  */
 export const SKIP = {
-  noFiles: 'needs a files folder of the test: none on Workers yet (R2 is being added); not wired to the Deno server',
+  noFiles:
+    "needs a files folder of the test: the harness does not yet hand the test's files to the Workers R2 bucket or the Deno server's FILES_DIR",
   bareNode: 'builds an in-process app without a files folder (the Workers refusal is tested in tests/runtime/workers.test.ts)',
   logs: "reads the app's captured log lines, which stay in the server process",
   inProcess:
@@ -37,13 +38,13 @@ export const SKIP = {
   clientIp: "the servers record every request's client IP in change metadata (CF-Connecting-IP on workerd, the socket on Deno)",
   cfIp: 'on Workers the client IP is CF-Connecting-IP (Miniflare sends loopback), so X-Forwarded-For does not set it',
   earlyAnswer: "Miniflare's loopback resets the connection when the worker answers before reading a large body",
-  waitUntil: 'BUG (being fixed with the defer() seam): background work started without waitUntil is dropped by workerd',
-  d1Join: 'BUG (being fixed with the D1 join mapping): joined selects on D1 map duplicated column names wrongly',
+  freshConnections:
+    "drives the service's libSQL client with a fresh connection per statement (the remote libSQL protocol's worst case); workerd's D1 and the Deno server keep their own connections",
   d1Params: 'BUG: mark-read binds every id as one parameter; D1 allows 100 per statement, so 500 ids answer 500',
   workersTimeout: 'BUG: on workerd an API source timeout is reported as a failed request, not "timed out after N ms"',
   workersConnect: 'BUG: on workerd an initial sync that cannot connect leaves the source without syncStatus error',
   workersXlsx:
-    'BUG (not yet diagnosed): xlsx import fails on workerd (500) and on Deno (400), xlsx export on workerd; csv and json work',
+    'xlsx needs exceljs, which the Workers bundle leaves out (400 naming the runtime); on Deno the xlsx import answers 400 (not yet diagnosed)',
   workersPdf: 'PDF export needs pdfkit, which the Workers bundle leaves out (400 naming the runtime)',
   workersHeaders: 'BUG: workerd answers one prepared response header fewer than Node on the same routes',
   workersImportFormat: 'BUG: on workerd an import of a format the config does not allow answers 500, not 400',

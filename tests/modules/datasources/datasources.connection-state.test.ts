@@ -4,6 +4,7 @@ import { requireDataSource } from '../../../src/modules/datasources/datasources.
 import { beginSync, executeSync } from '../../../src/modules/datasources/datasources.sync.ts'
 import { makeTestApp, serviceCtx, type TestApp } from '../../helpers/app.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
+import { onTarget, SKIP } from '../../helpers/target.ts'
 import { type ApiFixture, createPanel, createSource, startApiFixture } from './fixtures.ts'
 
 // Every statement here runs on a connection of its own with foreign keys off (the remote libSQL
@@ -43,7 +44,7 @@ async function webhookSourceWithDelivery(endpoint = 'ehr-patients') {
   return id
 }
 
-describe('deletes without connection state', () => {
+describe.skipIf(onTarget(['workers', 'deno'], SKIP.freshConnections))('deletes without connection state', () => {
   it('runs on connections without foreign keys, so nothing below leans on them', async () => {
     const rs = await t.client.execute('PRAGMA foreign_keys')
     expect(Number(rs.rows[0][0])).toBe(0)
@@ -76,7 +77,7 @@ describe('deletes without connection state', () => {
   })
 })
 
-describe('writes for a data source deleted meanwhile', () => {
+describe.skipIf(onTarget(['workers', 'deno'], SKIP.freshConnections))('writes for a data source deleted meanwhile', () => {
   let api: ApiFixture
   beforeAll(async () => {
     api = await startApiFixture()

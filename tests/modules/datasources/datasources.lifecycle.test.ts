@@ -5,7 +5,6 @@ import { recoverInterruptedSyncs } from '../../../src/modules/datasources/dataso
 import { runDueSyncs } from '../../../src/scheduler/run-due-syncs.ts'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
-import { onTarget, SKIP } from '../../helpers/target.ts'
 import {
   type ApiFixture,
   apiSourceSuite,
@@ -34,36 +33,33 @@ const apiConfig = (path = '/patients', extra: Record<string, unknown> = {}) => (
 const sourceRow = async (id: number) => (await t.deps.db.select().from(dataSources).where(eq(dataSources.id, id)))[0]
 
 describe('POST /api/datasources/{id}/sync/cancel', () => {
-  it.skipIf(onTarget('workers', SKIP.waitUntil))(
-    'stops a running sync at its next batch boundary, keeping the previous records',
-    async () => {
-      const { body: source } = await createSource(alice, panelId, apiConfig())
-      await t.deps.db
-        .update(dataSources)
-        .set({ config: apiConfig('/held') })
-        .where(eq(dataSources.id, source.id))
-      api.state.patients = [{ id: 'x1', name: 'New', age: 1 }]
-      const started = await alice.post(`/api/datasources/${source.id}/sync?async=true`)
-      expect(started.status).toBe(202)
-      await waitFor(async () => api.state.release)
+  it('stops a running sync at its next batch boundary, keeping the previous records', async () => {
+    const { body: source } = await createSource(alice, panelId, apiConfig())
+    await t.deps.db
+      .update(dataSources)
+      .set({ config: apiConfig('/held') })
+      .where(eq(dataSources.id, source.id))
+    api.state.patients = [{ id: 'x1', name: 'New', age: 1 }]
+    const started = await alice.post(`/api/datasources/${source.id}/sync?async=true`)
+    expect(started.status).toBe(202)
+    await waitFor(async () => api.state.release)
 
-      const cancel = await alice.post(`/api/datasources/${source.id}/sync/cancel`)
-      expect(cancel.status).toBe(200)
-      expect(cancel.body).toMatchObject({ id: started.body.id, status: 'syncing' })
-      api.state.release?.()
+    const cancel = await alice.post(`/api/datasources/${source.id}/sync/cancel`)
+    expect(cancel.status).toBe(200)
+    expect(cancel.body).toMatchObject({ id: started.body.id, status: 'syncing' })
+    api.state.release?.()
 
-      const run = await waitFor(async () => {
-        const runs = await runsOf(t, source.id)
-        const last = runs.at(-1)
-        return last?.status === 'syncing' ? undefined : last
-      })
-      expect(run).toMatchObject({ status: 'cancelled', error: 'Synchronisation cancelled', rowsWritten: 0 })
-      expect(await sourceRow(source.id)).toMatchObject({ syncStatus: 'cancelled', errorMessage: null, leaseRunId: null })
-      expect((await currentRecords(t, source.id)).map((r) => r.key)).toEqual(['p1', 'p2', 'p3'])
-      const all = await t.client.execute({ sql: 'SELECT count(*) AS n FROM records WHERE data_source_id = ?', args: [source.id] })
-      expect(Number(all.rows[0].n)).toBe(3)
-    },
-  )
+    const run = await waitFor(async () => {
+      const runs = await runsOf(t, source.id)
+      const last = runs.at(-1)
+      return last?.status === 'syncing' ? undefined : last
+    })
+    expect(run).toMatchObject({ status: 'cancelled', error: 'Synchronisation cancelled', rowsWritten: 0 })
+    expect(await sourceRow(source.id)).toMatchObject({ syncStatus: 'cancelled', errorMessage: null, leaseRunId: null })
+    expect((await currentRecords(t, source.id)).map((r) => r.key)).toEqual(['p1', 'p2', 'p3'])
+    const all = await t.client.execute({ sql: 'SELECT count(*) AS n FROM records WHERE data_source_id = ?', args: [source.id] })
+    expect(Number(all.rows[0].n)).toBe(3)
+  })
 
   it('answers 409 when no sync is running', async () => {
     const { body: source } = await createSource(alice, panelId, apiConfig())

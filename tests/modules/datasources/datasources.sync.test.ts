@@ -140,22 +140,19 @@ describe('POST /api/datasources/{id}/sync', () => {
     expect(row).toMatchObject({ leaseRunId: null, leaseExpiresAt: null, syncStatus: 'success' })
   })
 
-  it.skipIf(onTarget('workers', SKIP.waitUntil))(
-    'with ?async=true answers 202 with the run and finishes in the background',
-    async () => {
-      const source = await syncedThenPointedAt('/slow?ms=100')
-      const res = await sync(source.id, '?async=true')
-      expect(res.status).toBe(202)
-      expect(res.body).toMatchObject({ dataSourceId: source.id, status: 'syncing', trigger: 'manual', finishedAt: null })
-      const run = await waitFor(async () => {
-        const list = await alice.get(`/api/datasources/${source.id}/sync-runs`)
-        const latest = list.body.syncRuns[0]
-        return latest.status === 'syncing' ? undefined : latest
-      })
-      expect(run).toMatchObject({ id: res.body.id, status: 'success', rowsWritten: 3 })
-      expect((await alice.get(`/api/panels/${panelId}/datasources`)).body[0].syncStatus).toBe('success')
-    },
-  )
+  it('with ?async=true answers 202 with the run and finishes in the background', async () => {
+    const source = await syncedThenPointedAt('/slow?ms=100')
+    const res = await sync(source.id, '?async=true')
+    expect(res.status).toBe(202)
+    expect(res.body).toMatchObject({ dataSourceId: source.id, status: 'syncing', trigger: 'manual', finishedAt: null })
+    const run = await waitFor(async () => {
+      const list = await alice.get(`/api/datasources/${source.id}/sync-runs`)
+      const latest = list.body.syncRuns[0]
+      return latest.status === 'syncing' ? undefined : latest
+    })
+    expect(run).toMatchObject({ id: res.body.id, status: 'success', rowsWritten: 3 })
+    expect((await alice.get(`/api/panels/${panelId}/datasources`)).body[0].syncStatus).toBe('success')
+  })
 
   it('rejects async values other than true/false', async () => {
     const { body: source } = await createSource(alice, panelId, apiConfig())

@@ -69,7 +69,7 @@ const markRead = (c: TestClient, notificationIds: unknown, extra: Record<string,
 const stored = async (id: number) => (await t.deps.db.select().from(notifications).where(eq(notifications.id, id)))[0]
 
 describe('GET /api/notifications/views', () => {
-  it.skipIf(onTarget('workers', SKIP.d1Join))('lists the caller’s notifications newest first, with their view', async () => {
+  it('lists the caller’s notifications newest first, with their view', async () => {
     const first = await notify('alice')
     const second = await notify('alice', { type: 'DATA_CHANGED', impact: 'warning', message: 'Data changed' })
     const res = await list(alice, 'tenantId=tenant-a&userId=alice')
@@ -100,26 +100,23 @@ describe('GET /api/notifications/views', () => {
     expect(res.body).toMatchObject({ total: 1, unreadCount: 1 })
   })
 
-  it.skipIf(onTarget('workers', SKIP.d1Join))(
-    'filters with isRead, keeping unreadCount for every unread notification',
-    async () => {
-      const read = await notify('alice', { isRead: true, readAt: '2026-01-01T12:30:00.000Z' })
-      const unread1 = await notify('alice')
-      const unread2 = await notify('alice')
-      const ids = (body: { notifications: { id: number }[] }) => body.notifications.map((n) => n.id)
+  it('filters with isRead, keeping unreadCount for every unread notification', async () => {
+    const read = await notify('alice', { isRead: true, readAt: '2026-01-01T12:30:00.000Z' })
+    const unread1 = await notify('alice')
+    const unread2 = await notify('alice')
+    const ids = (body: { notifications: { id: number }[] }) => body.notifications.map((n) => n.id)
 
-      const unread = await list(alice, 'isRead=false')
-      expect(ids(unread.body)).toEqual([unread2.id, unread1.id])
-      expect(unread.body).toMatchObject({ total: 2, unreadCount: 2, hasMore: false })
+    const unread = await list(alice, 'isRead=false')
+    expect(ids(unread.body)).toEqual([unread2.id, unread1.id])
+    expect(unread.body).toMatchObject({ total: 2, unreadCount: 2, hasMore: false })
 
-      const onlyRead = await list(alice, 'isRead=true')
-      expect(ids(onlyRead.body)).toEqual([read.id])
-      expect(onlyRead.body).toMatchObject({ total: 1, unreadCount: 2 })
-      expect(onlyRead.body.notifications[0]).toMatchObject({ isRead: true, readAt: '2026-01-01T12:30:00.000Z' })
+    const onlyRead = await list(alice, 'isRead=true')
+    expect(ids(onlyRead.body)).toEqual([read.id])
+    expect(onlyRead.body).toMatchObject({ total: 1, unreadCount: 2 })
+    expect(onlyRead.body.notifications[0]).toMatchObject({ isRead: true, readAt: '2026-01-01T12:30:00.000Z' })
 
-      expect((await list(alice)).body).toMatchObject({ total: 3, unreadCount: 2 })
-    },
-  )
+    expect((await list(alice)).body).toMatchObject({ total: 3, unreadCount: 2 })
+  })
 
   it('accepts only true or false for isRead', async () => {
     for (const value of ['yes', '1', 'TRUE', '']) {
@@ -129,7 +126,7 @@ describe('GET /api/notifications/views', () => {
     }
   })
 
-  it.skipIf(onTarget('workers', SKIP.d1Join))('pages with limit and offset', async () => {
+  it('pages with limit and offset', async () => {
     const made = []
     for (let i = 0; i < 5; i++) made.push((await notify('alice')).id)
     const page = async (query: string) => {
@@ -142,20 +139,17 @@ describe('GET /api/notifications/views', () => {
     for (const query of ['limit=0', 'limit=101', 'offset=-1']) expect((await list(alice, query)).status, query).toBe(400)
   })
 
-  it.skipIf(onTarget('workers', SKIP.d1Join))(
-    'keeps a notification whose view or panel was deleted, with view null',
-    async () => {
-      const gone = await notify('alice', { viewId: 9999 })
-      expect((await list(alice)).body.notifications[0]).toMatchObject({ id: gone.id, viewId: 9999, view: null })
-      const kept = await notify('alice')
-      await deletePanel(serviceCtx(t.deps, 'tenant-a', 'bob'), panelId)
-      const res = await list(alice)
-      expect(res.body.notifications.map((n: { id: number; view: unknown }) => [n.id, n.view])).toEqual([
-        [kept.id, null],
-        [gone.id, null],
-      ])
-    },
-  )
+  it('keeps a notification whose view or panel was deleted, with view null', async () => {
+    const gone = await notify('alice', { viewId: 9999 })
+    expect((await list(alice)).body.notifications[0]).toMatchObject({ id: gone.id, viewId: 9999, view: null })
+    const kept = await notify('alice')
+    await deletePanel(serviceCtx(t.deps, 'tenant-a', 'bob'), panelId)
+    const res = await list(alice)
+    expect(res.body.notifications.map((n: { id: number; view: unknown }) => [n.id, n.view])).toEqual([
+      [kept.id, null],
+      [gone.id, null],
+    ])
+  })
 
   it('never shows another tenant’s view with the same id', async () => {
     const otherPanel = (
