@@ -73,7 +73,9 @@ export async function startDeno(secret: string): Promise<RemoteServer> {
   await libsql.execute('PRAGMA busy_timeout = 5000')
   await libsql.execute('PRAGMA foreign_keys = ON')
   const client: SqlClient = {
-    execute: async (stmt) => (await libsql.execute(stmt as never)) as never,
+    // A write of the test may meet the server's own (an access record written as a request ends):
+    // SQLITE_BUSY_SNAPSHOT is not waited out by busy_timeout, so the statement is tried again.
+    execute: (stmt) => whileBusy(async () => (await libsql.execute(stmt as never)) as never),
     close() {
       throw new Error('the database belongs to the Deno server: a test that closes it cannot run on the deno target')
     },
@@ -91,15 +93,7 @@ export async function startDeno(secret: string): Promise<RemoteServer> {
       const tables = (await libsql.execute(TABLES_SQL)).rows.map((r) => String(r.name))
       const statements = await wipeStatements(async () => tables)
       // The server may still be writing (work a previous test started in the background): retry a while.
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await libsql.batch(['PRAGMA defer_foreign_keys = on', ...statements], 'write')
-          break
-        } catch (err) {
-          if (attempt >= 20 || !String(err).includes('SQLITE_BUSY')) throw err
-          await new Promise((r) => setTimeout(r, 250))
-        }
-      }
+      await whileBusy(() => libsql.batch(['PRAGMA defer_foreign_keys = on', ...statements], 'write'))
       await storage.clear()
     },
     async dispatch(request) {
@@ -119,5 +113,17 @@ export async function startDeno(secret: string): Promise<RemoteServer> {
       await service?.stop(5_000)
       rmSync(dir, { recursive: true, force: true })
     },
+  }
+}
+
+/** Runs `work`, again every 250 ms (at most 20 times) while the database answers SQLITE_BUSY. */
+async function whileBusy<T>(work: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work()
+    } catch (err) {
+      if (attempt >= 20 || !String(err).includes('SQLITE_BUSY')) throw err
+      await new Promise((r) => setTimeout(r, 250))
+    }
   }
 }
