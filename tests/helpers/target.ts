@@ -40,7 +40,6 @@ export const SKIP = {
   earlyAnswer: "Miniflare's loopback resets the connection when the worker answers before reading a large body",
   freshConnections:
     "drives the service's libSQL client with a fresh connection per statement (the remote libSQL protocol's worst case); workerd's D1 and the Deno server keep their own connections",
-  d1Params: 'BUG: mark-read binds every id as one parameter; D1 allows 100 per statement, so 500 ids answer 500',
   workersTimeout: 'BUG: on workerd an API source timeout is reported as a failed request, not "timed out after N ms"',
   workersConnect: 'BUG: on workerd an initial sync that cannot connect leaves the source without syncStatus error',
   workersXlsx:
