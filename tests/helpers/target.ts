@@ -46,7 +46,6 @@ export const SKIP = {
     'xlsx needs exceljs, which the Workers bundle leaves out (400 naming the runtime); on Deno the xlsx import answers 400 (not yet diagnosed)',
   workersPdf: 'PDF export needs pdfkit, which the Workers bundle leaves out (400 naming the runtime)',
   workersHeaders: 'BUG: workerd answers one prepared response header fewer than Node on the same routes',
-  workersImportFormat: 'BUG: on workerd an import of a format the config does not allow answers 500, not 400',
 } as const
 
 /** The skips taken in this test file: target and reason (for reporting). */
