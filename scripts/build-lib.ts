@@ -15,7 +15,7 @@
  */
 import { spawnSync } from 'node:child_process'
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { builtinModules } from 'node:module'
+import { builtinModules, createRequire } from 'node:module'
 import { dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
@@ -50,6 +50,18 @@ async function buildJs(manifest: Manifest) {
     platform: 'node',
     target: 'node20',
     packages: 'external',
+    // Swagger UI's version is read from its package.json: bundled as data, so the output has no JSON
+    // import (one Node would refuse without an import attribute, which the external form loses).
+    plugins: [
+      {
+        name: 'inline-swagger-ui-version',
+        setup(b) {
+          b.onResolve({ filter: /^swagger-ui-dist\/package\.json$/ }, (args) => ({
+            path: createRequire(join(ROOT, 'package.json')).resolve(args.path),
+          }))
+        },
+      },
+    ],
     // Not minified and without a source map: a host's stack traces read as our code does.
     legalComments: 'none',
     metafile: true,
