@@ -20,7 +20,7 @@ import {
 
 beforeAll(() => loadFhirPathEngine())
 
-const patient = (id: string, extra: Record<string, unknown> = {}) => ({ resourceType: 'Patient', id, ...extra })
+const patient = (id: string, extra: Record<string, any> = {}): Record<string, any> => ({ resourceType: 'Patient', id, ...extra })
 
 const issuesOf = (view: unknown) => {
   try {
