@@ -245,10 +245,11 @@ class Compiler {
         this.issues.push({ path: `${here}.tag`, message: 'must be an array of { name, value } strings' })
       }
       const evaluate = this.value(raw.path, `${here}.path`, context)
-      if (evaluate && typeof name === 'string') {
+      // A column whose path is wrong still counts for the name checks; the view is refused anyway.
+      if (typeof name === 'string') {
         const column: ViewColumn = { name, collection: collection === true, at: here }
         if (typeof type === 'string') column.type = type
-        plans.push({ column, evaluate })
+        plans.push({ column, evaluate: evaluate ?? (() => []) })
       }
     })
     return plans

@@ -54,6 +54,7 @@ describe('validation', () => {
       [
         'bogus',
         'constant[0].valueDate',
+        'select[1].column[0].name',
         'select[1].column[0].path',
         'select[1].column[1].name',
         'select[1].column[1].collection',
