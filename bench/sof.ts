@@ -13,7 +13,7 @@
  * held at once would measure the heap, not the engine); the end-to-end case reads N distinct records.
  */
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import fhirpath from 'fhirpath'
@@ -178,10 +178,11 @@ async function main() {
         )
         console.log(lines.at(-1))
       }
-      rmSync(file, { force: true })
+      if (!process.env.BENCH_KEEP_DIR) rmSync(file, { force: true })
     }
   } finally {
-    rmSync(dir, { recursive: true, force: true })
+    if (process.env.BENCH_KEEP_DIR) console.log(`kept ${dir}`)
+    else rmSync(dir, { recursive: true, force: true })
   }
   console.log('\nresources/s (k = thousand); ratios against plain fhirpath and hand-written extraction of the same run')
   console.log(
@@ -198,7 +199,7 @@ async function main() {
 /** A libSQL file database with one data source holding `size` distinct Patients as its records. */
 async function seed(dir: string, size: number) {
   const file = join(dir, `sof-${size}.db`)
-  const { app, deps, call } = await appOn(file)
+  const { deps, call, client } = await appOn(file)
   const panel = await call('POST', '/api/panels', { name: 'SoF bench', tenantId: 'bench', userId: 'bench' })
   // A FHIR source whose server is unreachable: created with a failed first sync and no records;
   // the bench writes the records itself, the way a sync stores them.
@@ -219,7 +220,10 @@ async function seed(dir: string, size: number) {
     }
     await deps.db.batch(insertRowStatements(target, rows, 0, now, 'replace').map((s) => deps.db.run(s)) as never)
   }
-  void app
+  // Checkpointed and closed, as after a sync in a deployment: the run's process then reads the
+  // database file, not a writer's pending WAL (which made its peak RSS grow with the seed's size).
+  await client.execute('PRAGMA wal_checkpoint(TRUNCATE)')
+  client.close()
   return { file, sourceId: source.id as number, expected }
 }
 
@@ -232,7 +236,7 @@ async function appOn(file: string) {
     SYNC_SCHEDULER: 'false',
     ALLOW_PRIVATE_NETWORK_SOURCES: 'true',
   })
-  const { db } = await openDatabase(config)
+  const { db, client } = await openDatabase(config)
   const deps = await buildDeps(config, { db, storage: createStorage({ driver: memoryDriver() }), log: createLogger('error') })
   const app = createApp(() => deps)
   const token = await signToken(SECRET, { tenantId: 'bench', userId: 'bench' })
@@ -247,12 +251,26 @@ async function appOn(file: string) {
     if (res.status >= 400) throw new Error(`${method} ${path} → ${res.status}: ${await res.text()}`)
     return res.json() as Promise<any>
   }
-  return { app, deps, call, request }
+  return { app, deps, call, request, client }
+}
+
+/**
+ * This process's peak RSS: VmHWM of its own memory map on Linux. Not getrusage's maxRSS, which
+ * Linux carries across exec from the forked copy of the parent, so a child of a large parent
+ * (the one that generated 400k Patients) would report the parent's size.
+ */
+function peakRssMiB(): number {
+  try {
+    const hwm = readFileSync('/proc/self/status', 'utf8').match(/VmHWM:\s+(\d+) kB/)
+    if (hwm) return Number(hwm[1]) / 1024
+  } catch {}
+  return process.resourceUsage().maxRSS / 1024
 }
 
 /** The child process: one run to CSV, its body read to the end; prints seconds, rows and peak RSS. */
 async function endToEndCase(file: string, sourceId: number, view: string) {
   const { request } = await appOn(file)
+  if (process.env.BENCH_SOF_TRACE) console.error(`opened: rss ${(process.memoryUsage().rss / 2 ** 20).toFixed(0)} MiB`)
   const definition = view === 'names' ? NAMES_VIEW : CONTACTS_VIEW
   const t0 = performance.now()
   const res = await request('POST', '/api/$viewdefinition-run', {
@@ -265,14 +283,20 @@ async function endToEndCase(file: string, sourceId: number, view: string) {
   })
   if (res.status !== 200) throw new Error(`run → ${res.status}: ${await res.text()}`)
   let lines = 0
+  let traced = 0
   const reader = res.body!.getReader()
   for (;;) {
     const { done, value } = await reader.read()
     if (done) break
     for (let i = 0; i < value.length; i++) if (value[i] === 10) lines++
+    if (process.env.BENCH_SOF_TRACE && lines - traced >= Number(process.env.BENCH_SOF_TRACE)) {
+      traced = lines
+      const m = process.memoryUsage()
+      console.error(`${lines} rows: rss ${(m.rss / 2 ** 20).toFixed(0)} MiB, heap used ${(m.heapUsed / 2 ** 20).toFixed(0)} MiB`)
+    }
   }
   const seconds = (performance.now() - t0) / 1000
-  process.stdout.write(JSON.stringify({ seconds, rows: lines - 1, peakRssMiB: process.resourceUsage().maxRSS / 1024 }))
+  process.stdout.write(JSON.stringify({ seconds, rows: lines - 1, peakRssMiB: peakRssMiB() }))
   process.exit(0)
 }
 
