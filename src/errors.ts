@@ -2,6 +2,7 @@
 export type ErrorCode =
   | 'VALIDATION_ERROR'
   | 'FORMULA_ERROR'
+  | 'INVALID_VIEW_DEFINITION'
   | 'INVALID_JSON'
   | 'UNAUTHORIZED'
   | 'TOKEN_EXPIRED'
@@ -22,6 +23,7 @@ export type ErrorCode =
 const STATUS: Record<ErrorCode, number> = {
   VALIDATION_ERROR: 400,
   FORMULA_ERROR: 400,
+  INVALID_VIEW_DEFINITION: 400,
   INVALID_JSON: 400,
   UNAUTHORIZED: 401,
   TOKEN_EXPIRED: 401,
@@ -43,6 +45,7 @@ const STATUS: Record<ErrorCode, number> = {
 const TITLE: Partial<Record<ErrorCode, string>> = {
   VALIDATION_ERROR: 'Validation Error',
   FORMULA_ERROR: 'Validation Error',
+  INVALID_VIEW_DEFINITION: 'Validation Error',
   INVALID_JSON: 'Validation Error',
   UNAUTHORIZED: 'Unauthorized',
   TOKEN_EXPIRED: 'Unauthorized',
@@ -85,7 +88,7 @@ export class AppError extends Error {
   }
 }
 
-export type ResourceKind = 'Panel' | 'Data source' | 'Column' | 'View' | 'Notification' | 'Sync run' | 'Route'
+export type ResourceKind = 'Panel' | 'Data source' | 'Column' | 'View' | 'ViewDefinition' | 'Notification' | 'Sync run' | 'Route'
 
 /** 404 whose message names the kind, the id and the tenant (spec §7). */
 export const notFound = (kind: ResourceKind, id: string | number, tenantId: string) =>

@@ -338,3 +338,23 @@ export const accessRecords = sqliteTable(
     index('access_records_tenant_view_idx').on(t.tenantId, t.viewId, t.at),
   ],
 )
+
+/**
+ * Stored SQL-on-FHIR ViewDefinitions (SQL-ON-FHIR.md, "Stored ViewDefinitions"; issue 14): valid
+ * when stored (never an invalid one), owned by their creator within the tenant. `definition` is
+ * the view as sent, without `id` and `meta`, which are this row's.
+ */
+export const viewDefinitions = sqliteTable(
+  'view_definitions',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    tenantId: text().notNull(),
+    userId: text().notNull(),
+    /** The view's `name` and `resource`, copied out for the list's filters. */
+    name: text(),
+    resource: text().notNull(),
+    definition: text({ mode: 'json' }).$type<Record<string, unknown>>().notNull(),
+    ...timestamps,
+  },
+  (t) => [index('view_definitions_tenant_user_idx').on(t.tenantId, t.userId, t.resource)],
+)

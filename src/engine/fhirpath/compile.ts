@@ -81,7 +81,8 @@ function engineCompile(expression: string): Evaluate {
   }
 }
 
-function toFhirPathError(expression: string, err: unknown): FhirPathError {
+/** The engine's parse error as a FhirPathError whose message and position count from the expression's start. */
+export function toFhirPathError(expression: string, err: unknown): FhirPathError {
   const raw = (err as Error)?.message ?? String(err)
   const match = raw.match(/line:\s*(\d+);\s*column:\s*(\d+);\s*message:\s*([\s\S]*)/)
   if (!match) return new FhirPathError(`Invalid FHIRPath: ${raw}`)

@@ -13,12 +13,21 @@
  */
 import { type FhirPathEngine, fhirPathEngine } from './engine.ts'
 
-/** The engine's compiled expression: evaluates against one record, answering a list. */
-export type EngineEvaluate = (resource: unknown) => unknown[]
+/**
+ * The engine's compiled expression: evaluates against one record (or, compiled with a `base`, one
+ * element of that FHIR type), answering a list; `vars` are its `%` environment variables.
+ */
+export type EngineEvaluate = (resource: unknown, vars?: Record<string, unknown>) => unknown[]
+
+/**
+ * An expression and, for one evaluated against an element rather than a resource, the element's
+ * FHIR path or type (`Patient.contact`, `HumanName`): the engine then knows its choice types.
+ */
+export type EngineExpression = string | { base: string; expression: string }
 
 /** Compiles `expression` with our functions; throws the engine's own error for invalid FHIRPath. */
-export function compileOnEngine(engine: FhirPathEngine, expression: string): EngineEvaluate {
-  return engine.fhirpath.compile(expression, engine.r4, { userInvocationTable } as never) as EngineEvaluate
+export function compileOnEngine(engine: FhirPathEngine, expression: EngineExpression): EngineEvaluate {
+  return engine.fhirpath.compile(expression as never, engine.r4, { userInvocationTable } as never) as EngineEvaluate
 }
 
 // --- Internal helpers ---

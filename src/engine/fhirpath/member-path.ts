@@ -55,9 +55,10 @@ export function memberNavigator(expression: string): ((resource: unknown) => unk
 /**
  * FHIRPath member navigation over JSON: lists flatten, missing members and nulls vanish. On FHIR
  * data a missing member that has a choice-type sibling (`value` → `valueQuantity`) cannot be read
- * without the model: undefined then.
+ * without the model: undefined then. Exported for the SQL-on-FHIR engine, whose contexts are FHIR
+ * elements (src/engine/sof/paths.ts).
  */
-function navigate(record: Record<string, unknown>, segments: string[], fhir: boolean): unknown[] | undefined {
+export function navigate(record: Record<string, unknown>, segments: string[], fhir: boolean): unknown[] | undefined {
   let current: unknown[] = [record]
   for (const segment of segments) {
     const next: unknown[] = []
