@@ -23,6 +23,8 @@ export interface AccessNote {
   dataSourceId?: number
   rowCount?: number
   query?: Record<string, unknown>
+  /** The request read no stored row-level data (a ViewDefinition run over resources it sent): no record. */
+  readsNothingStored?: boolean
 }
 
 /** The request's access record in the making, on `c.var.access` and `ctx.access`. */
@@ -32,7 +34,8 @@ export interface AccessEntry extends AccessNote {
   write(outcome: AccessOutcome, status: number, errorCode: string | null): Promise<void>
 }
 
-type Target = 'panel' | 'view'
+/** What the route's path names: a panel (`panelId`), a view (`id`), or nothing (the body names it). */
+type Target = 'panel' | 'view' | 'none'
 
 /** The middleware of a route that reads rows of the `target` named by its path. */
 export const auditAccess = (action: AccessAction, target: Target): MiddlewareHandler<AppEnv> =>
@@ -42,7 +45,7 @@ export const auditAccess = (action: AccessAction, target: Target): MiddlewareHan
     const entry = openEntry(c, action, target)
     c.set('access', entry)
     await next()
-    if (entry.deferred) return
+    if (entry.deferred || entry.readsNothingStored) return
     const status = c.res.status
     const errorCode = c.error instanceof AppError ? c.error.code : c.error ? 'INTERNAL_ERROR' : null
     if (status < 400) {
@@ -72,9 +75,6 @@ export function noteAccess(ctx: ServiceContext, note: AccessNote) {
  * within the stream's lifetime so a Worker still serves it. A failed write fails the stream.
  */
 export function streamAccess<T>(ctx: ServiceContext, batches: AsyncIterable<T[]>, maxRows = Number.POSITIVE_INFINITY) {
-  const entry = ctx.access
-  if (!entry) return { batches, run: (produce: () => Promise<void>) => produce() }
-  entry.deferred = true
   let rows = 0
   async function* counted() {
     for await (const batch of batches) {
@@ -82,24 +82,34 @@ export function streamAccess<T>(ctx: ServiceContext, batches: AsyncIterable<T[]>
       yield batch
     }
   }
+  const run = streamedAccess(ctx, () => Math.min(rows, maxRows))
+  return { batches: ctx.access ? counted() : batches, run }
+}
+
+/**
+ * For a streamed answer that counts its own rows (`rowCount()` when it ends): returns `run`, which
+ * runs the producer and then writes the record (success, cancelled by the client, or failed),
+ * awaited within the stream's lifetime. A failed write fails the stream.
+ */
+export function streamedAccess(ctx: ServiceContext, rowCount: () => number) {
+  const entry = ctx.access
+  if (!entry) return (produce: () => Promise<void>) => produce()
+  entry.deferred = true
   const finish = (outcome: AccessOutcome, errorCode: string | null) => {
-    entry.rowCount = Math.min(rows, maxRows)
+    entry.rowCount = rowCount()
     return entry.write(outcome, 200, errorCode)
   }
-  return {
-    batches: counted(),
-    async run(produce: () => Promise<void>) {
-      try {
-        await produce()
-      } catch (err) {
-        const cancelled = err instanceof ExportCancelled
-        await finish(cancelled ? 'cancelled' : 'failed', cancelled ? null : 'INTERNAL_ERROR').catch((e) =>
-          ctx.log.error('access record of a stream not written', { requestId: ctx.meta.requestId, error: e?.message }),
-        )
-        throw err
-      }
-      await finish('success', null)
-    },
+  return async (produce: () => Promise<void>) => {
+    try {
+      await produce()
+    } catch (err) {
+      const cancelled = err instanceof ExportCancelled
+      await finish(cancelled ? 'cancelled' : 'failed', cancelled ? null : 'INTERNAL_ERROR').catch((e) =>
+        ctx.log.error('access record of a stream not written', { requestId: ctx.meta.requestId, error: e?.message }),
+      )
+      throw err
+    }
+    await finish('success', null)
   }
 }
 
@@ -110,13 +120,13 @@ function openEntry(c: AppContext, action: AccessAction, target: Target): AccessE
   const meta = requestMeta(c)
   const url = new URL(c.req.url)
   const caller = callerOf(c, url)
-  const requested = idOf(c.req.param(target === 'panel' ? 'panelId' : 'id'))
+  const requested = target === 'none' ? undefined : idOf(c.req.param(target === 'panel' ? 'panelId' : 'id'))
   const entry: AccessEntry = {
     deferred: false,
     async write(outcome, status, errorCode) {
       // A refused request names only what the caller sent: its ids are looked up in the caller's
       // own tenant, never another's, and a tenant refusal keeps them in `path` only.
-      if (outcome !== 'success' && errorCode !== 'TENANT_ACCESS_DENIED' && requested !== undefined) {
+      if (outcome !== 'success' && errorCode !== 'TENANT_ACCESS_DENIED' && requested !== undefined && target !== 'none') {
         await resolveInTenant(c, entry, target, requested, caller.tenantId)
       }
       const record: AccessRecord = {
@@ -179,7 +189,7 @@ function queryOf(url: URL): Record<string, unknown> {
   return out
 }
 
-async function resolveInTenant(c: AppContext, entry: AccessEntry, target: Target, id: number, tenantId: string) {
+async function resolveInTenant(c: AppContext, entry: AccessEntry, target: 'panel' | 'view', id: number, tenantId: string) {
   if (target === 'panel' ? entry.panelId !== undefined : entry.viewId !== undefined) return
   const { db } = c.get('deps')
   if (target === 'panel') {

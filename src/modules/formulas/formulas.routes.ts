@@ -2,6 +2,7 @@ import { createRoute } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
 import { sendJson } from '../../http/response-headers.ts'
 import { bearer, createRouter, errorResponses } from '../../http/router.ts'
+import { auditAccess } from '../audit/audit.record.ts'
 import {
   ContextQuery,
   ExpressionContext,
@@ -60,6 +61,7 @@ const previewRoute = createRoute({
   description:
     'With `values` (column name → value, and optionally a source `record`) answers one `value`; with `panelId` answers the values for the panel’s first rows (`limit` ≤ 20). A formula with static errors answers them in `errors`.',
   security: bearer,
+  middleware: auditAccess('read', 'none'),
   request: body(PreviewBody),
   responses: { 200: json(PreviewResult, 'The preview'), ...errorResponses },
 })

@@ -13,6 +13,7 @@ import {
   validateFormula,
 } from '../../engine/formula/index.ts'
 import type { ServiceContext } from '../../http/context.ts'
+import { noteAccess } from '../audit/audit.record.ts'
 import { requirePanel } from '../panels/panels.service.ts'
 import type { PreviewInput, ValidateInput } from './formulas.schemas.ts'
 
@@ -60,6 +61,7 @@ export async function previewFormula(ctx: ServiceContext, input: PreviewInput) {
   const now = { now: () => ctx.clock.now() }
   const fhirPaths = formulaFhirPaths(input.formula)
   if (input.panelId === undefined) {
+    noteAccess(ctx, { readsNothingStored: true })
     await loadFhirPathEngineFor(fhirPaths, input.record === undefined ? [] : [input.record])
     const names = Object.keys(input.values ?? {}).map((name) => ({ name }))
     const compiled = compileFormula(input.formula, { columns: names })
@@ -68,11 +70,14 @@ export async function previewFormula(ctx: ServiceContext, input: PreviewInput) {
     return { returnType: compiled.returnType, value, ...(error ? { error } : {}) }
   }
   await requirePanel(ctx, input.panelId)
+  // Values computed from a panel's stored rows, with their ids: a read of row-level data (docs/audit.md).
+  noteAccess(ctx, { panelId: input.panelId, rowCount: 0, query: { formula: input.formula, limit: input.limit } })
   const cols = await panelColumns(ctx, input.panelId)
   await loadFhirPathEngineFor(fhirPaths)
   const compiled = compileFormula(input.formula, { columns: cols })
   if (compiled.errors.length > 0) return { returnType: compiled.returnType, errors: compiled.errors }
   const rows = await ctx.db.all<{ id: number; data: string; cells: string | null }>(PREVIEW_ROWS(ctx, input.panelId, input.limit))
+  noteAccess(ctx, { rowCount: rows.length })
   const records = rows.map((r) => JSON.parse(r.data) as object)
   await loadFhirPathEngineFor(fhirPaths, records)
   const values = rows.map((r, i) => {

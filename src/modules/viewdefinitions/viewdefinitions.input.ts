@@ -1,6 +1,7 @@
 import { and, asc, eq, gt, gte } from 'drizzle-orm'
 import { records } from '../../db/schema.ts'
 import type { ServiceContext } from '../../http/context.ts'
+import { noteAccess } from '../audit/audit.record.ts'
 import { requireDataSource } from '../datasources/datasources.service.ts'
 
 /** Records read per query: enough to amortise a round trip, few enough to keep memory flat. */
@@ -14,6 +15,7 @@ const PAGE = 1000
  */
 export async function sourceResources(ctx: ServiceContext, sourceId: number, since?: string): Promise<AsyncIterable<unknown>> {
   const source = await requireDataSource(ctx, sourceId)
+  noteAccess(ctx, { dataSourceId: source.id, panelId: source.panelId })
   const base = and(eq(records.dataSourceId, source.id), eq(records.generation, source.currentGeneration))
   return {
     async *[Symbol.asyncIterator]() {

@@ -2,6 +2,7 @@ import { createRoute, z } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
 import { sendJson } from '../../http/response-headers.ts'
 import { bearer, createRouter, errorResponses } from '../../http/router.ts'
+import { auditAccess } from '../audit/audit.record.ts'
 import { runViewDefinition } from './viewdefinitions.run.ts'
 import {
   RunParameters,
@@ -51,6 +52,7 @@ const runRoute = (path: '/$viewdefinition-run' | '/ViewDefinition/$viewdefinitio
     summary: 'Run a ViewDefinition over inline resources or a data source’s records',
     description: runDescription,
     security: bearer,
+    middleware: auditAccess('read', 'none'),
     request: { body: { required: true, content: fhirJson(RunParameters) } },
     responses: runResponses,
   })
@@ -62,6 +64,7 @@ const runStoredRoute = createRoute({
   summary: 'Run one of your stored ViewDefinitions',
   description: runDescription,
   security: bearer,
+  middleware: auditAccess('read', 'none'),
   request: { params: ViewDefinitionIdParam, body: { required: true, content: fhirJson(RunParameters) } },
   responses: runResponses,
 })

@@ -1,5 +1,6 @@
 import { type Row, rowsOf, ViewRunError } from '../../engine/sof/index.ts'
 import type { ServiceContext } from '../../http/context.ts'
+import { noteAccess, streamedAccess } from '../audit/audit.record.ts'
 import { pushStream } from '../rows/rows.export.stream.ts'
 import { ofPatient, sourceResources } from './viewdefinitions.input.ts'
 import { RUN_CONTENT_TYPES, rowWriter } from './viewdefinitions.output.ts'
@@ -13,6 +14,8 @@ import { compileOrRefuse, requireViewDefinition, runRefusal } from './viewdefini
  * inline resources the official tests make) is answered whole, so a row the view cannot produce
  * (a non-collection column with two values) is an ordinary 400. A longer run is streamed from
  * there, with backpressure; an error after that point can only cut the stream short, and is logged.
+ * A run over a data source's records is a read of stored rows: it is audited (docs/audit.md) with
+ * the source, its panel and the rows answered; a run over resources the request sent is not.
  */
 
 /** Output computed before the answer starts. */
@@ -28,29 +31,42 @@ export interface RunAnswer {
 export async function runViewDefinition(ctx: ServiceContext, body: RunParametersInput, storedId?: number): Promise<RunAnswer> {
   const request = readRunParameters(body, storedId)
   const plan = await compileOrRefuse(await viewOf(ctx, request, storedId), request.viewResource ? 'viewResource' : '')
-  const input: AsyncIterable<unknown> | Iterable<unknown> =
-    request.source !== undefined ? await sourceResources(ctx, request.source, request.since) : request.resources
+  let input: AsyncIterable<unknown> | Iterable<unknown> = request.resources
+  if (request.source === undefined) noteAccess(ctx, { readsNothingStored: true })
+  else {
+    const { since, limit, patient, format } = request
+    noteAccess(ctx, {
+      query: { source: request.source, view: storedId ?? request.viewReference ?? 'inline', since, limit, patient, format },
+    })
+    input = await sourceResources(ctx, request.source, since)
+  }
   const writer = rowWriter(plan, request.format, request.header)
-  const chunks = textChunks(input, request, (resource) => rowsOf(plan, resource), writer)
+  const counted = { rows: 0 }
+  const chunks = textChunks(input, request, (resource) => rowsOf(plan, resource), writer, counted)
   const contentType = RUN_CONTENT_TYPES[request.format]
 
   let head = ''
   for (;;) {
     const next = await nextChunk(chunks)
-    if (next.done) return { body: head, contentType }
+    if (next.done) {
+      noteAccess(ctx, { rowCount: counted.rows })
+      return { body: head, contentType }
+    }
     head += next.value
     if (head.length >= HEAD_BYTES) break
   }
   const encoder = new TextEncoder()
+  const audited = streamedAccess(ctx, () => counted.rows)
   const stream = pushStream(
-    async (push) => {
-      await push(encoder.encode(head))
-      for (;;) {
-        const next = await nextChunk(chunks)
-        if (next.done) return
-        await push(encoder.encode(next.value))
-      }
-    },
+    (push) =>
+      audited(async () => {
+        await push(encoder.encode(head))
+        for (;;) {
+          const next = await nextChunk(chunks)
+          if (next.done) return
+          await push(encoder.encode(next.value))
+        }
+      }),
     (err) => ctx.log.error('$viewdefinition-run failed after its answer started', { error: (err as Error)?.message }),
   )
   return { body: stream, contentType }
@@ -69,6 +85,7 @@ async function* textChunks(
   request: RunRequest,
   rowsFor: (resource: unknown) => Row[],
   writer: ReturnType<typeof rowWriter>,
+  counted: { rows: number },
 ): AsyncGenerator<string> {
   let text = writer.start()
   let count = 0
@@ -79,6 +96,7 @@ async function* textChunks(
       if (count >= limit) break outer
       text += writer.row(row, count === 0)
       count++
+      counted.rows = count
     }
     if (text.length >= CHUNK_BYTES) {
       yield text

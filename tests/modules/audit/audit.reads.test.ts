@@ -1,7 +1,8 @@
+import { createHmac } from 'node:crypto'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { onTarget, SKIP } from '../../helpers/target.ts'
 import { importRows } from '../rows/import.fixtures.ts'
-import { type AuditWorld, auditWorld, requestAs } from './fixtures.ts'
+import { type AuditWorld, auditWorld, requestAs, storedRecords } from './fixtures.ts'
 
 let w: AuditWorld
 
@@ -211,4 +212,72 @@ describe('audit writes', () => {
       expect(res.body.data).toBeUndefined()
     },
   )
+})
+
+describe('POST /api/$viewdefinition-run is audited when it reads stored records', () => {
+  it("records a run over a data source's records with the source, its panel and the rows; not a run over sent resources", async () => {
+    const secret = 'whsec-audit-0123456789abcdef'
+    const source = await w.alice.post(`/api/panels/${w.panelId}/datasources`, {
+      type: 'webhook',
+      config: { endpoint: 'audit-feed', secret, events: ['data.created'], batchEvents: true },
+    })
+    expect(source.status).toBe(201)
+    const patients = ['a', 'b', 'c'].map((id) => ({ resourceType: 'Patient', id }))
+    const raw = JSON.stringify([{ event: 'data.created', data: patients }])
+    const signature = `sha256=${createHmac('sha256', secret).update(raw).digest('hex')}`
+    const delivered = await w.t.app.request('/api/webhooks/audit-feed', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-signature-256': signature },
+      body: raw,
+    })
+    expect(delivered.status).toBe(200)
+    await w.t.client.execute('DELETE FROM access_records')
+    const view = {
+      resourceType: 'ViewDefinition',
+      resource: 'Patient',
+      status: 'active',
+      select: [{ column: [{ name: 'id', path: 'id' }] }],
+    }
+    const run = (c: typeof w.alice, ...parameter: Record<string, unknown>[]) =>
+      c.post('/api/$viewdefinition-run', {
+        resourceType: 'Parameters',
+        parameter: [{ name: 'viewResource', resource: view }, ...parameter],
+      })
+
+    const read = await run(w.alice, { name: 'source', valueString: String(source.body.id) }, { name: '_limit', valueInteger: 2 })
+    expect(read.status).toBe(200)
+    expect(read.body).toHaveLength(2)
+    expect(await run(w.alice, { name: 'resource', resource: patients[0] })).toMatchObject({ status: 200 })
+    const refused = await run(w.eve, { name: 'source', valueString: String(source.body.id) })
+    expect(refused.status).toBe(404)
+    expect(await storedRecords(w.t)).toMatchObject([
+      {
+        userId: 'alice',
+        action: 'read',
+        panelId: w.panelId,
+        dataSourceId: source.body.id,
+        rowCount: 2,
+        outcome: 'success',
+        path: '/api/$viewdefinition-run',
+        query: { source: source.body.id, view: 'inline', limit: 2, format: 'json' },
+      },
+      { tenantId: 'tenant-b', userId: 'eve', action: 'read', dataSourceId: null, rowCount: 0, outcome: 'not_found' },
+    ])
+  })
+})
+
+describe('POST /api/formulas/preview is audited when it reads a panel', () => {
+  it("records a preview over the panel's rows; not one over values sent", async () => {
+    const preview = (body: Record<string, unknown>, c = w.alice) =>
+      c.post('/api/formulas/preview', { formula: '{Age} * 2', ...body })
+    const rows = await preview({ panelId: w.panelId, limit: 5 })
+    expect(rows.status).toBe(200)
+    expect(rows.body.values).toHaveLength(5)
+    expect((await preview({ values: { Age: 3 } })).status).toBe(200)
+    expect((await preview({ panelId: w.panelId, limit: 5 }, w.bob)).status).toBe(404)
+    expect(await storedRecords(w.t)).toMatchObject([
+      { userId: 'alice', action: 'read', panelId: w.panelId, rowCount: 5, outcome: 'success', path: '/api/formulas/preview' },
+      { userId: 'bob', action: 'read', panelId: null, rowCount: 0, outcome: 'not_found' },
+    ])
+  })
 })
