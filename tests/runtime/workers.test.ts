@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process'
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -9,6 +8,7 @@ import { Miniflare } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildWorker, WORKER_LIMITS, type WorkerBundle } from '../../scripts/build-worker.ts'
 import { documentedSizes, SIZE_DRIFT } from '../../scripts/docs-sizes.ts'
+import { migrateLocalD1 } from '../helpers/local-d1.ts'
 import { type FixtureServer, sendJson, startJsonServer } from '../helpers/servers.ts'
 import { listingSuite } from './listing.ts'
 import { freePort, SMOKE_SECRET, waitFor } from './processes.ts'
@@ -39,20 +39,7 @@ describe('Cloudflare Workers: the bundled entry in workerd (Miniflare, local D1,
     dir = mkdtempSync(join(tmpdir(), 'workers-'))
     bundle = buildWorker(join(dir, 'bundle'))
     const persist = join(dir, 'state')
-    execFileSync(
-      process.execPath,
-      [
-        join(ROOT, 'node_modules/wrangler/bin/wrangler.js'),
-        'd1',
-        'migrations',
-        'apply',
-        'panels',
-        '--local',
-        '--persist-to',
-        persist,
-      ],
-      { cwd: ROOT, stdio: 'pipe', timeout: 120_000, env: { ...process.env, CI: 'true', WRANGLER_SEND_METRICS: 'false' } },
-    )
+    migrateLocalD1(persist)
     // `/slow` answers after 1.5 s, so an async sync is still reading when its 202 has been sent.
     fixture = await startJsonServer((req, res) => {
       if (req.url?.startsWith('/slow')) setTimeout(() => sendJson(res, 200, [{ id: 1, name: 'Ada' }]), 1_500)

@@ -1,10 +1,10 @@
-import { execFileSync } from 'node:child_process'
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { TestProject } from 'vitest/node'
 import { buildWorker } from '../../../scripts/build-worker.ts'
+import { migrateLocalD1 } from '../local-d1.ts'
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url))
 
@@ -24,20 +24,7 @@ export default function setup(project: TestProject) {
   const dir = mkdtempSync(join(tmpdir(), 'workers-suite-'))
   const bundle = buildWorker(join(dir, 'bundle'))
   const state = join(dir, 'state')
-  execFileSync(
-    process.execPath,
-    [
-      join(ROOT, 'node_modules/wrangler/bin/wrangler.js'),
-      'd1',
-      'migrations',
-      'apply',
-      'panels',
-      '--local',
-      '--persist-to',
-      state,
-    ],
-    { cwd: ROOT, stdio: 'pipe', timeout: 120_000, env: { ...process.env, CI: 'true', WRANGLER_SEND_METRICS: 'false' } },
-  )
+  migrateLocalD1(state)
   // The bundle stays as built; the test-only front (the test clock) is a module of its own beside it.
   for (const file of ['workers-front.mjs', 'test-clock.mjs']) {
     copyFileSync(join(ROOT, 'tests/helpers/remote', file), join(bundle.outdir, file))
