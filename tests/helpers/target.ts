@@ -40,8 +40,8 @@ export const SKIP = {
   earlyAnswer: "Miniflare's loopback resets the connection when the worker answers before reading a large body",
   freshConnections:
     "drives the service's libSQL client with a fresh connection per statement (the remote libSQL protocol's worst case); workerd's D1 and the Deno server keep their own connections",
-  workersTimeout: 'BUG: on workerd an API source timeout is reported as a failed request, not "timed out after N ms"',
-  workersConnect: 'BUG: on workerd an initial sync that cannot connect leaves the source without syncStatus error',
+  workersConnect:
+    "BUG: on workerd a refused PostgreSQL connection ends the source in error as 'Reading from … failed', not 'connection refused' (the socket error there carries no code)",
   workersXlsx:
     'xlsx needs exceljs, which the Workers bundle leaves out (400 naming the runtime); on Deno the xlsx import answers 400 (not yet diagnosed)',
   workersPdf: 'PDF export needs pdfkit, which the Workers bundle leaves out (400 naming the runtime)',

@@ -70,7 +70,10 @@ export function createHttpClient(ctx: ConnectorContext, options: HttpClientOptio
         res = await ctx.fetch(url, { ...init, headers, signal: request.signal })
       } catch (err) {
         request.clear()
-        throw networkFailure(err, ctx, label, url)
+        // workerd rejects an aborted fetch with an AbortError of its own, not the signal's reason
+        // (Node rejects with the reason): the request's own timeout is taken from the signal.
+        const reason = request.signal.aborted ? request.signal.reason : undefined
+        throw networkFailure(reason instanceof RequestTimeout ? reason : err, ctx, label, url)
       }
       if (res.ok) {
         timers.set(res, request.clear)

@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest'
 import { changes, dataSources } from '../../../src/db/schema.ts'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
-import { onTarget, SKIP } from '../../helpers/target.ts'
 import {
   type ApiFixture,
   apiSourceSuite,
@@ -99,30 +98,27 @@ describe('POST /api/datasources/{id}/sync', () => {
     ],
   ]
   for (const [what, path, extra, message] of failures) {
-    it.skipIf(what === 'a timeout' && onTarget('workers', SKIP.workersTimeout))(
-      `ends in error after ${what}, keeping the previous records and lastSyncAt`,
-      async () => {
-        const source = await syncedThenPointedAt(path, extra)
-        t.clock.advance(60_000)
-        const res = await sync(source.id)
-        expect(res.status).toBe(200)
-        expect(res.body).toMatchObject({
-          syncStatus: 'error',
-          status: 'error',
-          recordsProcessed: 0,
-          lastSyncAt: source.lastSyncAt,
-        })
-        expect(res.body.errorMessage).toMatch(message)
-        expect(res.body.message).toBe(`Synchronisation failed: ${res.body.errorMessage}`)
-        expect((await currentRecords(t, source.id)).map((r) => r.key)).toEqual(['p1', 'p2', 'p3'])
-        const all = await t.client.execute({
-          sql: 'SELECT count(*) AS n FROM records WHERE data_source_id = ?',
-          args: [source.id],
-        })
-        expect(Number(all.rows[0].n)).toBe(3)
-        expect((await runsOf(t, source.id)).at(-1)).toMatchObject({ status: 'error', error: res.body.errorMessage })
-      },
-    )
+    it(`ends in error after ${what}, keeping the previous records and lastSyncAt`, async () => {
+      const source = await syncedThenPointedAt(path, extra)
+      t.clock.advance(60_000)
+      const res = await sync(source.id)
+      expect(res.status).toBe(200)
+      expect(res.body).toMatchObject({
+        syncStatus: 'error',
+        status: 'error',
+        recordsProcessed: 0,
+        lastSyncAt: source.lastSyncAt,
+      })
+      expect(res.body.errorMessage).toMatch(message)
+      expect(res.body.message).toBe(`Synchronisation failed: ${res.body.errorMessage}`)
+      expect((await currentRecords(t, source.id)).map((r) => r.key)).toEqual(['p1', 'p2', 'p3'])
+      const all = await t.client.execute({
+        sql: 'SELECT count(*) AS n FROM records WHERE data_source_id = ?',
+        args: [source.id],
+      })
+      expect(Number(all.rows[0].n)).toBe(3)
+      expect((await runsOf(t, source.id)).at(-1)).toMatchObject({ status: 'error', error: res.body.errorMessage })
+    })
   }
 
   it('answers 409 with the running sync run while a sync is running', async () => {
