@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi'
 import { TenantQuery } from '../../http/router.ts'
-import { FilterList } from '../views/views.schemas.ts'
+import { FilterList } from '../views/views.criteria.schemas.ts'
 
 /** Rows per page when `limit` is not given. */
 export const DEFAULT_ROWS_LIMIT = 50

@@ -1,12 +1,6 @@
+import type { FilterCriterion, SortCriterion } from '../../db/schema.ts'
 import type { ServiceContext } from '../../http/context.ts'
-import type {
-  FilterCriterion,
-  FilterRecordDto,
-  PutFiltersInput,
-  PutSortsInput,
-  SortCriterion,
-  SortRecordDto,
-} from './views.schemas.ts'
+import type { FilterRecordDto, PutFiltersInput, PutSortsInput, SortRecordDto } from './views.criteria.schemas.ts'
 import { loadViewFor, loadVisibleView, updateViewContent } from './views.service.ts'
 
 /*

@@ -6,17 +6,14 @@ import { auditAccess } from '../audit/audit.record.ts'
 import { rowsRouteDescription } from '../rows/rows.routes.ts'
 import { RowsQuery, RowsResponse } from '../rows/rows.schemas.ts'
 import { listViewRows } from '../rows/rows.service.ts'
+import { FilterRecords, PutFiltersBody, PutSortsBody, SortRecords } from './views.criteria.schemas.ts'
 import { publishView, unpublishView } from './views.publish.ts'
 import { getFilters, getSorts, putFilters, putSorts } from './views.records.ts'
 import {
   CopyViewBody,
   CreateViewBody,
-  FilterRecords,
   ListViewsQuery,
   PublishViewBody,
-  PutFiltersBody,
-  PutSortsBody,
-  SortRecords,
   UpdateViewBody,
   View,
   ViewCallerBody,
