@@ -11,6 +11,7 @@ import type { FileStore } from './lib/files.ts'
 import { createLogger, type Logger } from './lib/logger.ts'
 import { createSecretBox, type SecretBox } from './lib/secrets.ts'
 import type { OpenSqlite } from './lib/sql.ts'
+import { createLocalBus, type LiveBus } from './live/bus.ts'
 
 /** What a runtime resolves a host name with, for the private-address guard of outbound requests. */
 export type ResolveHost = (hostname: string) => Promise<string[]>
@@ -38,6 +39,8 @@ export interface Deps {
    * nodejs_compat); record keys fall back to WebCrypto when absent. Same digest either way.
    */
   sha256Hex?: (text: string) => string
+  /** Wakes change-feed streams after a commit of events (src/live/bus.ts). */
+  live: LiveBus
   tokens: TokenVerifier
   rateLimiter: RateLimiter
   startedAt: number
@@ -75,6 +78,8 @@ export interface Primitives {
   /** The runtime's own way to keep work alive after the response (Workers: `ctx.waitUntil`). */
   waitUntil?: (work: Promise<unknown>) => void
   closeDb?: () => void | Promise<void>
+  /** The change feed's wake-ups; one process's own bus when absent. */
+  live?: LiveBus
 }
 
 /** One way to assemble Deps for every runtime entry and for tests. */
@@ -94,6 +99,7 @@ export async function buildDeps(config: Config, p: Primitives): Promise<Deps> {
     const graceMs = Math.min(2_000, Math.floor(left / 5))
     log.info('background work settled', { ...(await background.settle({ waitMs: left - graceMs, graceMs })) })
   }
+  const live = p.live ?? createLocalBus()
   const defer: Defer = waitUntil
     ? (work: Promise<unknown>, job: BackgroundJob) =>
         waitUntil(work.catch((err) => log.error('background work failed', { ...job, error: (err as Error)?.message })))
@@ -111,6 +117,7 @@ export async function buildDeps(config: Config, p: Primitives): Promise<Deps> {
     runtime: p.runtime ?? 'node',
     docsAssets: p.docsAssets,
     sha256Hex: p.sha256Hex,
+    live,
     tokens: createTokenVerifier(config.jwtSecret, now),
     rateLimiter: createRateLimiter(now),
     startedAt: now(),
@@ -120,6 +127,7 @@ export async function buildDeps(config: Config, p: Primitives): Promise<Deps> {
     async close(options = {}) {
       await settle(options)
       await cache.dispose()
+      await live.close()
       await p.closeDb?.()
     },
   }

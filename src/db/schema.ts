@@ -1,4 +1,4 @@
-import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 
 /**
  * Every table of the service. Timestamps are ISO 8601 UTC strings with milliseconds, so they sort
@@ -237,6 +237,12 @@ export const views = sqliteTable(
     sourceViewId: integer(),
     ...timestamps,
     accessedAt: text(),
+    /**
+     * What `view_members` was last evaluated with (the view's row query and columns, hashed); null
+     * until the first evaluation. A write that finds it different re-evaluates the membership
+     * silently (one `view.updated`, no `row.*` events; LIVE.md).
+     */
+    membershipKey: text(),
   },
   (t) => [index('views_tenant_user_idx').on(t.tenantId, t.userId), index('views_tenant_panel_idx').on(t.tenantId, t.panelId)],
 )
@@ -357,4 +363,93 @@ export const viewDefinitions = sqliteTable(
     ...timestamps,
   },
   (t) => [index('view_definitions_tenant_user_idx').on(t.tenantId, t.userId, t.resource)],
+)
+
+export type EventType =
+  | 'row.entered'
+  | 'row.left'
+  | 'row.updated'
+  | 'panel.rows_changed'
+  | 'sync.completed'
+  | 'sync.failed'
+  | 'view.updated'
+  | 'view.published'
+  | 'view.deleted'
+
+/**
+ * The change feed (LIVE.md; docs/live.md): one log per tenant, written by the row store in the
+ * same transaction as the change that causes each event. `seq` is taken from `event_sequences` in
+ * that transaction, so per tenant it grows by one with each event in commit order. `panel_id` and
+ * `view_id` say who may read an event (the panel's owner; readers of the view).
+ */
+export const events = sqliteTable(
+  'events',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    tenantId: text().notNull(),
+    seq: integer().notNull(),
+    type: text().$type<EventType>().notNull(),
+    occurredAt: text().notNull(),
+    panelId: integer(),
+    viewId: integer(),
+    dataSourceId: integer(),
+    /** The event's `data` as JSON text. */
+    data: text().notNull(),
+  },
+  (t) => [
+    uniqueIndex('events_tenant_seq_idx').on(t.tenantId, t.seq),
+    index('events_tenant_panel_idx').on(t.tenantId, t.panelId, t.seq),
+    index('events_tenant_view_idx').on(t.tenantId, t.viewId, t.seq),
+  ],
+)
+
+/** The last `seq` given per tenant: kept apart from `events` so retention can never reuse one. */
+export const eventSequences = sqliteTable('event_sequences', {
+  tenantId: text().primaryKey(),
+  lastSeq: integer().notNull(),
+})
+
+/**
+ * View membership as data (LIVE.md; docs/live.md "Membership"): the rows each view matched after
+ * the last write that touched them, by stable identity (source, record key), with the row as the
+ * view showed it then (the `row` of `row.left`, the `from` of `row.updated`).
+ */
+export const viewMembers = sqliteTable(
+  'view_members',
+  {
+    viewId: integer().notNull(),
+    dataSourceId: integer().notNull(),
+    key: text().notNull(),
+    tenantId: text().notNull(),
+    panelId: integer().notNull(),
+    rowId: integer().notNull(),
+    /** The row as `GET /api/views/{id}/rows` showed it (JSON text). */
+    row: text().notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.viewId, t.dataSourceId, t.key] }),
+    index('view_members_panel_idx').on(t.panelId, t.dataSourceId, t.key),
+  ],
+)
+
+/**
+ * Scratch rows of one write (one transaction, removed by its last statement): which identities
+ * the write changed (`view_id` 0) and how each view's membership moves. Never read outside the
+ * transaction that wrote them; a table, not connection state, so it works on D1 and fresh
+ * connections alike.
+ */
+export const pendingChanges = sqliteTable(
+  'pending_changes',
+  {
+    token: text().notNull(),
+    viewId: integer().notNull(),
+    dataSourceId: integer().notNull(),
+    key: text().notNull(),
+    /** Identity level: inserted | updated | deleted. View level: entered | left | updated. */
+    kind: text().notNull(),
+    rowId: integer(),
+    row: text(),
+    changed: text(),
+  },
+  (t) => [primaryKey({ columns: [t.token, t.viewId, t.dataSourceId, t.key] })],
 )

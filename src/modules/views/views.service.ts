@@ -258,7 +258,7 @@ async function insertView(
     }),
   ])
   const newId = insertedId(inserted)
-  return toViewDto({ ...values, id: newId }, panel)
+  return toViewDto({ ...values, id: newId, membershipKey: null }, panel)
 }
 
 /** The fields of an update that only `manage` may change (the rest are `edit`'s: docs/view-sharing.md). */
