@@ -20,7 +20,10 @@ export function createLocalBus(): LiveBus {
     },
     listen(tenantId, wake) {
       let set = listeners.get(tenantId)
-      if (!set) listeners.set(tenantId, (set = new Set()))
+      if (!set) {
+        set = new Set()
+        listeners.set(tenantId, set)
+      }
       set.add(wake)
       return () => {
         set.delete(wake)

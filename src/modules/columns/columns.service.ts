@@ -5,12 +5,12 @@ import { columns, dataSources, type FieldChanges } from '../../db/schema.ts'
 import { AppError, notFound } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
+import { bumpColumnsVersion, recomputeAfterColumnChange } from '../../rowstore/materialise.ts'
+import { refreshRowIndex } from '../../rowstore/query/row-index.ts'
 import { changeInsert, createdFields, diffFields } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import type { PanelDto } from '../panels/panels.schemas.ts'
 import { requirePanel } from '../panels/panels.service.ts'
-import { refreshRowIndex } from '../rows/rows.indexes.ts'
-import { bumpColumnsVersion, recomputeAfterColumnChange } from '../rows/rows.materialise.ts'
 import {
   applySourcePaths,
   assertFhirPath,

@@ -8,12 +8,7 @@ import { conflict } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { FileAccessError } from '../../lib/files.ts'
-import {
-  type MembershipSnapshot,
-  notifyViewMembershipChanges,
-  snapshotViewMembership,
-} from '../notifications/notifications.membership.ts'
-import { loadPanelPlan, type PanelPlan, recomputeAfterColumnChange } from '../rows/rows.materialise.ts'
+import { loadPanelPlan, type PanelPlan, recomputeAfterColumnChange } from '../../rowstore/materialise.ts'
 import {
   countRemovedKeys,
   deleteStatements,
@@ -22,7 +17,12 @@ import {
   newKeySet,
   type RowWriter,
   upsertStatements,
-} from './datasources.records.ts'
+} from '../../rowstore/records.ts'
+import {
+  type MembershipSnapshot,
+  notifyViewMembershipChanges,
+  snapshotViewMembership,
+} from '../notifications/notifications.membership.ts'
 import { type DataSourceRow, type SyncRunRow, toSyncRunDto } from './datasources.schemas.ts'
 import { SecretUnavailableError, unsealConfig } from './datasources.secrets.ts'
 import { type Counts, fail, finish, outcome, type SyncOutcome } from './datasources.sync-end.ts'

@@ -7,10 +7,7 @@ import type { Deps } from '../../deps.ts'
 import { AppError, conflict, invalid } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
-import { systemContext } from '../../scheduler/run-due-syncs.ts'
-import { changeInsert } from '../changes/changes.service.ts'
-import { notifyViewOwners } from '../notifications/notifications.service.ts'
-import { loadPanelPlan } from '../rows/rows.materialise.ts'
+import { loadPanelPlan } from '../../rowstore/materialise.ts'
 import {
   countRemovedKeys,
   deleteStatements,
@@ -18,7 +15,10 @@ import {
   newKeySet,
   sourceExists,
   upsertStatements,
-} from './datasources.records.ts'
+} from '../../rowstore/records.ts'
+import { systemContext } from '../../scheduler/run-due-syncs.ts'
+import { changeInsert } from '../changes/changes.service.ts'
+import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import type { DataSourceRow, SyncRunRow } from './datasources.schemas.ts'
 import { unsealConfig } from './datasources.secrets.ts'
 import { beginSync } from './datasources.sync.ts'

@@ -1,10 +1,10 @@
 import type { ServiceContext } from '../../http/context.ts'
+import { type PanelPlan, prepareRows, rowOf } from '../../rowstore/materialise.ts'
 import { type PanelMatch, panelRowsByKey, type UniqueColumn, uniqueKey, uniqueLabel } from './rows.import.match.ts'
 import type { PreparedImport } from './rows.import.prepare.ts'
 import type { MappedRow } from './rows.import.rows.ts'
 import type { ImportRowErrorDto } from './rows.import.schemas.ts'
 import { contentKeys, freeKeys, type ImportSource, type StoredRow } from './rows.import.write.ts'
-import { type PanelPlan, prepareRows, rowOf } from './rows.materialise.ts'
 
 type Data = Record<string, unknown>
 type Materialised = ReturnType<typeof rowOf>

@@ -1,8 +1,8 @@
 import { sql } from 'drizzle-orm'
 import type { Deps } from '../../deps.ts'
 import type { ServiceContext } from '../../http/context.ts'
-import { recomputePanel } from './rows.materialise.ts'
-import { cellPath } from './rows.sql.ts'
+import { recomputePanel } from '../../rowstore/materialise.ts'
+import { cellPath } from '../../rowstore/query/filter-sql.ts'
 
 /**
  * Matching an import's rows to the panel's rows by their `uniqueFields` (docs/import-export.md

@@ -3,6 +3,7 @@ import { columns } from '../../db/schema.ts'
 import { tooLarge } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
+import { loadPanelPlan } from '../../rowstore/materialise.ts'
 import { noteAccess } from '../audit/audit.record.ts'
 import { changeInsert } from '../changes/changes.service.ts'
 import { createBaseColumn } from '../columns/columns.service.ts'
@@ -23,7 +24,6 @@ import {
   type StoredRow,
   updateStatements,
 } from './rows.import.write.ts'
-import { loadPanelPlan } from './rows.materialise.ts'
 
 /**
  * `POST /api/panels/{panelId}/import` (DATA-ENGINE: import; docs/import-export.md). The whole file

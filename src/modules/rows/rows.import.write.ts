@@ -2,7 +2,7 @@ import { type SQL, sql } from 'drizzle-orm'
 import type { Deps } from '../../deps.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
-import { contentHashes, insertRowStatements } from '../datasources/datasources.records.ts'
+import { contentHashes, insertRowStatements } from '../../rowstore/records.ts'
 
 /**
  * The writes of an import (DATA-ENGINE: import): the panel's one `import` data source, keys for new

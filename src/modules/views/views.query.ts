@@ -1,127 +1,11 @@
-import { type SQL, sql } from 'drizzle-orm'
-import type { CohortRule, FilterCriterion } from '../../db/schema.ts'
-import type { AggregateFunction } from '../../engine/filters/kinds.ts'
-import {
-  type ColumnRef,
-  checkAggregate,
-  type FilterIssue,
-  resolveCohortRule,
-  resolveColumn,
-  resolveFilters,
-} from '../../engine/filters/resolve.ts'
-import { invalid, notFound } from '../../errors.ts'
+import type { CohortRule } from '../../db/schema.ts'
+import { notFound } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
+import { type PreparedRows, prepareRows, type RowParams, type RowSource } from '../../rowstore/query/prepare.ts'
+import type { Row } from '../../rowstore/query/row-shape.ts'
+import { type RowBatchOptions, rowBatches } from '../../rowstore/query/run.ts'
 import { findPanel } from '../panels/panels.service.ts'
-import { loadPanelColumns } from '../rows/rows.columns.ts'
-import { ensureRowIndex } from '../rows/rows.indexes.ts'
-import { filterSql, searchSql } from '../rows/rows.sql.ts'
-import type { AggregateSpec } from './views.query.aggregate.ts'
-import { orderSql, type SortKey } from './views.query.order.ts'
-import { visibleColumns } from './views.query.rows.ts'
 import type { ViewRow } from './views.schemas.ts'
-
-/**
- * The row query of a panel or a view (DATA-ENGINE: Views over rows), checked against the panel's
- * columns and compiled to SQL over the materialised cells of the current generation of each
- * source. The cohort rule always applies; a view adds its filters, sorting, groupBy,
- * aggregations and column choice; the request adds its own filters, sort and search.
- * views.query.run.ts runs it (pages, groups, batches for export).
- */
-
-export interface RowParams {
-  sort?: string
-  order?: 'asc' | 'desc'
-  search?: string
-  /** Column names searched; every text column when absent. */
-  searchFields?: string[]
-  /** More criteria, ANDed with the view's own. */
-  filters?: FilterCriterion[]
-}
-
-export interface PreparedRows {
-  panelId: number
-  /** `FROM … WHERE …` selecting the rows in scope (alias `r`). */
-  scope: SQL
-  /**
-   * The same rows read in record-id order through the (tenant, panel) index: for keyset batches
-   * (`r.id > ?` … `ORDER BY r.id`), which the cell index would otherwise answer by sorting the
-   * whole panel once per batch.
-   */
-  idScope: SQL
-  order: SQL
-  /** The columns a row carries, in order. */
-  visible: ColumnRef[]
-  groupBy: ColumnRef[]
-  aggregations: AggregateSpec[]
-}
-
-export interface RowSource {
-  panel: { id: number; cohortRule: CohortRule | null }
-  view?: ViewRow
-  /**
-   * The rows and columns a caller who does not own the panel is held to (views.rows-scope.ts): the
-   * filters of the published view a copy derives from, applied first with every column, and the
-   * columns the caller's own criteria (and a copy's settings) may name — any other name is unknown.
-   */
-  limits?: { filters?: FilterCriterion[]; columns: ReadonlySet<string>; viewIsTheCallers: boolean }
-}
-
-/**
- * Checks and compiles a row query. Every unknown column and every operator or aggregation that
- * cannot apply is reported at once: a 400 whose details name each criterion.
- */
-export async function prepareRows(ctx: ServiceContext, source: RowSource, params: RowParams = {}): Promise<PreparedRows> {
-  const { panel, view } = source
-  const columns = await loadPanelColumns(ctx, panel.id)
-  await ensureRowIndex(
-    ctx.db,
-    panel.id,
-    columns.list.map((c) => c.id),
-  )
-  const issues: FilterIssue[] = []
-  const all = columns.byName
-  const { limits } = source
-  // The caller's own criteria; the view's too when the view is the caller's copy of a published one.
-  const callers = limits ? (name: string) => (limits.columns.has(name) ? all(name) : undefined) : all
-  const viewLookup = limits?.viewIsTheCallers ? callers : all
-  const conditions: SQL[] = [
-    filterSql(resolveCohortRule(panel.cohortRule, all, issues)),
-    filterSql(resolveFilters(limits?.filters ?? [], all, 'source.filters', issues)),
-    filterSql(resolveFilters(view?.filters ?? [], viewLookup, 'view.filters', issues)),
-    filterSql(resolveFilters(params.filters ?? [], callers, 'filters', issues)),
-  ]
-  const reachable = limits ? columns.list.filter((c) => limits.columns.has(c.name)) : columns.list
-  if (params.search) {
-    const fields = params.searchFields?.length
-      ? params.searchFields.flatMap((name, i) => resolveColumn(name, callers, `searchFields[${i}]`, issues) ?? [])
-      : reachable.filter((c) => c.kind === 'text' || c.kind === 'list')
-    conditions.push(searchSql(fields, params.search))
-  }
-  const groupBy = (view?.config.groupBy ?? []).flatMap(
-    (name, i) => resolveColumn(name, viewLookup, `view.config.groupBy[${i}]`, issues) ?? [],
-  )
-  const aggregations = (view?.aggregations ?? []).flatMap((a, i): AggregateSpec[] => {
-    const column = resolveColumn(a.columnTitle, viewLookup, `view.aggregations[${i}].columnTitle`, issues)
-    const fn = a.function as AggregateFunction
-    if (!column || !checkAggregate(fn, column, `view.aggregations[${i}].function`, issues)) return []
-    return [{ key: a.alias ?? `${fn}(${a.columnTitle})`, fn, column }]
-  })
-  const keys = sortKeys(view, params, { view: viewLookup, request: callers }, issues)
-  if (issues.length > 0) {
-    throw invalid(issues, `Invalid row query: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`)
-  }
-  // Grouped rows come group by group (keys ascending, blanks last), then in the view's order.
-  const grouped: SortKey[] = groupBy.map((column) => ({ column, direction: 'asc' }))
-  return {
-    panelId: panel.id,
-    scope: scopeSql(ctx.scope.tenantId, panel.id, conditions),
-    idScope: scopeSql(ctx.scope.tenantId, panel.id, conditions, true),
-    order: orderSql([...grouped, ...keys]),
-    visible: view ? visibleColumns(limits?.viewIsTheCallers ? reachable : columns.list, view) : columns.list,
-    groupBy,
-    aggregations,
-  }
-}
 
 /** The row query of a view the caller may read (export, notifications): its panel must be live. */
 export async function prepareViewRows(
@@ -135,39 +19,16 @@ export async function prepareViewRows(
   return prepareRows(ctx, { panel: { id: panel.id, cohortRule: panel.cohortRule as CohortRule }, view, limits }, params)
 }
 
-// --- Internal helpers ---
-
 /**
- * `FROM … WHERE …` of the rows in scope: the panel's records of the current generation of each
- * of its tenant's sources. `panel_id` is an inlined integer so the partial row index applies.
+ * Every row of a view the caller may read (already checked: loadVisibleView), in id-keyset
+ * batches, with the view's filters and cohort rule applied and its columns chosen. `params` may
+ * add request filters or a search. For export (DATA-ENGINE: Export).
  */
-function scopeSql(tenantId: string, panelId: number, conditions: SQL[], byId = false): SQL {
-  if (!Number.isSafeInteger(panelId) || panelId <= 0) throw new Error(`invalid panel id ${panelId}`)
-  const from = byId ? sql`FROM records r INDEXED BY records_tenant_panel_idx` : sql`FROM records r`
-  const tenant = byId ? sql`r.tenant_id = ${tenantId} AND ` : sql``
-  return sql`${from} JOIN data_sources s ON s.id = r.data_source_id AND s.tenant_id = ${tenantId}
-    WHERE ${tenant}r.panel_id = ${sql.raw(String(panelId))} AND r.generation = s.current_generation AND ${sql.join(conditions, sql` AND `)}`
-}
-
-/** The request's `sort` first, then the view's keys by priority (lower first; unset last, in list order). */
-function sortKeys(
-  view: ViewRow | undefined,
-  params: RowParams,
-  lookup: { view: (name: string) => ColumnRef | undefined; request: (name: string) => ColumnRef | undefined },
-  issues: FilterIssue[],
-): SortKey[] {
-  const keys: SortKey[] = []
-  if (params.sort) {
-    const column = resolveColumn(params.sort, lookup.request, 'sort', issues)
-    if (column) keys.push({ column, direction: params.order ?? 'asc' })
-  }
-  const sorting = (view?.sorting ?? [])
-    .map((s, i) => ({ s, i }))
-    .sort((a, b) => (a.s.priority ?? Number.MAX_SAFE_INTEGER) - (b.s.priority ?? Number.MAX_SAFE_INTEGER) || a.i - b.i)
-  for (const { s, i } of sorting) {
-    const column = resolveColumn(s.columnTitle, lookup.view, `view.sorting[${i}].columnTitle`, issues)
-    if (!column || keys.some((k) => k.column.id === column.id)) continue
-    keys.push({ column, direction: s.direction, nullsFirst: s.nullsFirst, customOrder: s.customOrder })
-  }
-  return keys
+export async function* viewRowBatches(
+  ctx: ServiceContext,
+  view: ViewRow,
+  options: RowBatchOptions & { params?: RowParams } = {},
+): AsyncGenerator<Row[]> {
+  const prepared = await prepareViewRows(ctx, view, options.params)
+  yield* rowBatches(ctx, prepared, options)
 }

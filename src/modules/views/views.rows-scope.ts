@@ -1,9 +1,9 @@
 import { forbidden } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
+import { loadPanelColumns } from '../../rowstore/query/columns.ts'
+import type { RowSource } from '../../rowstore/query/prepare.ts'
+import { visibleColumns } from '../../rowstore/query/row-shape.ts'
 import { findPanel } from '../panels/panels.service.ts'
-import { loadPanelColumns } from '../rows/rows.columns.ts'
-import { visibleColumns } from './views.query.rows.ts'
-import type { RowSource } from './views.query.ts'
 import { type LoadedView, loadViewFor } from './views.service.ts'
 
 type Limits = NonNullable<RowSource['limits']>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { FingerprintSet, keyRecords, newKeySet } from '../../../src/modules/datasources/datasources.records.ts'
+import { FingerprintSet, keyRecords, newKeySet } from '../../../src/rowstore/records.ts'
 import { sha256Hex } from '../../../src/runtime/node-crypto.ts'
 
 describe('FingerprintSet', () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { rowIndexName } from '../../../src/modules/rows/rows.indexes.ts'
-import { prepareRows } from '../../../src/modules/views/views.query.ts'
+import { prepareRows } from '../../../src/rowstore/query/prepare.ts'
+import { rowIndexName } from '../../../src/rowstore/query/row-index.ts'
 import { serviceCtx } from '../../helpers/app.ts'
 import { type RowsWorld, rowsWorld } from './fixtures.ts'
 

@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { panels } from '../../../src/db/schema.ts'
-import { loadPanelPlan, recomputePanel, rowOf } from '../../../src/modules/rows/rows.materialise.ts'
+import { loadPanelPlan, recomputePanel, rowOf } from '../../../src/rowstore/materialise.ts'
 import { runDueSyncs } from '../../../src/scheduler/run-due-syncs.ts'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { viewRowBatches } from '../../../src/modules/views/views.query.run.ts'
+import { viewRowBatches } from '../../../src/modules/views/views.query.ts'
 import { loadVisibleView } from '../../../src/modules/views/views.service.ts'
 import { serviceCtx } from '../../helpers/app.ts'
 import { type RowsWorld, rowsWorld } from '../rows/fixtures.ts'

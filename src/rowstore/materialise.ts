@@ -1,7 +1,7 @@
 import { and, asc, eq, sql } from 'drizzle-orm'
-import { rowsAffected } from '../../db/client.ts'
-import { columns, dataSources, panels } from '../../db/schema.ts'
-import type { Deps } from '../../deps.ts'
+import { rowsAffected } from '../db/client.ts'
+import { columns, dataSources, panels } from '../db/schema.ts'
+import type { Deps } from '../deps.ts'
 import {
   type ColumnDefinition,
   type FormulaCompiler,
@@ -9,10 +9,10 @@ import {
   type MaterialisePlan,
   materialise,
   planColumns,
-} from '../../engine/cells/materialise.ts'
-import { loadFhirPathEngineFor } from '../../engine/fhirpath/engine.ts'
-import { compileFormula, evaluationOrder, formulaFhirPaths } from '../../engine/formula/index.ts'
-import type { ServiceContext } from '../../http/context.ts'
+} from '../engine/cells/materialise.ts'
+import { loadFhirPathEngineFor } from '../engine/fhirpath/engine.ts'
+import { compileFormula, evaluationOrder, formulaFhirPaths } from '../engine/formula/index.ts'
+import type { ServiceContext } from '../http/context.ts'
 
 type ColumnRow = typeof columns.$inferSelect
 

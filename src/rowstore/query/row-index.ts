@@ -1,7 +1,7 @@
 import { and, asc, eq, sql } from 'drizzle-orm'
 import { columns } from '../../db/schema.ts'
 import type { Deps } from '../../deps.ts'
-import { cellPath } from './rows.sql.ts'
+import { cellPath } from './filter-sql.ts'
 
 /**
  * The row index of a panel (docs/views-and-rows.md "Speed"): one partial index per panel,

@@ -2,7 +2,7 @@ import { type SQL, sql } from 'drizzle-orm'
 import type { AggregateFunction } from '../../engine/filters/kinds.ts'
 import { isTextual } from '../../engine/filters/kinds.ts'
 import type { ColumnRef } from '../../engine/filters/resolve.ts'
-import { cell, isBlankCell } from '../rows/rows.sql.ts'
+import { cell, isBlankCell } from './filter-sql.ts'
 
 /**
  * groupBy and aggregations in SQL (DATA-ENGINE: groupBy and aggregations). `count` counts

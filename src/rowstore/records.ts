@@ -1,13 +1,15 @@
 import { type SQL, sql } from 'drizzle-orm'
-import { evaluatePath } from '../../connectors/shared/json-path.ts'
-import type { SourceRecord } from '../../connectors/types.ts'
-import { type PanelPlan, prepareRows, rowOf } from '../rows/rows.materialise.ts'
-import type { DataSourceRow } from './datasources.schemas.ts'
+import { evaluatePath } from '../connectors/shared/json-path.ts'
+import type { SourceRecord } from '../connectors/types.ts'
+import type { dataSources } from '../db/schema.ts'
+import { type PanelPlan, prepareRows, rowOf } from './materialise.ts'
 
 /**
  * Writing records (DATA-ENGINE: Records). Every function here returns statements for the caller's
  * `db.batch`, so records, lease renewal, cursor and sync-run counters commit together.
  */
+
+type DataSourceRow = typeof dataSources.$inferSelect
 
 /** Records per INSERT statement: one JSON parameter each, expanded by SQLite's json_each. */
 export const RECORDS_PER_STATEMENT = 1000

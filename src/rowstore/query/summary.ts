@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
 import { SQLiteSyncDialect } from 'drizzle-orm/sqlite-core'
 import type { ServiceContext } from '../../http/context.ts'
-import { contentHashes } from '../datasources/datasources.records.ts'
+import { contentHashes } from '../records.ts'
 
 /**
  * The summary of a row query — its total, groups and aggregations — cached per query and per data

@@ -1,5 +1,5 @@
+import type { ViewConfig } from '../../db/schema.ts'
 import type { ColumnRef } from '../../engine/filters/resolve.ts'
-import type { ViewRow } from './views.schemas.ts'
 
 /** A row as the API answers it: `{ _id, _source, _errors?, <column name>: value, … }`. */
 export type Row = Record<string, unknown> & { _id: number; _source: number }
@@ -17,7 +17,10 @@ export interface RecordRow {
  * column; then `columnVisibility` hides those set to false. Names no column has any more are
  * skipped (deleting a column tells the view's owner; the view keeps working).
  */
-export function visibleColumns(all: ColumnRef[], view: Pick<ViewRow, 'config' | 'columnVisibility'>): ColumnRef[] {
+export function visibleColumns(
+  all: ColumnRef[],
+  view: { config: ViewConfig | null; columnVisibility: Record<string, boolean> | null },
+): ColumnRef[] {
   const chosen = view.config?.columns ?? []
   const byName = new Map(all.map((c) => [c.name, c]))
   const base = chosen.length > 0 ? [...new Set(chosen)].flatMap((n) => byName.get(n) ?? []) : all

@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
 import { isTextual } from '../../engine/filters/kinds.ts'
 import type { ColumnRef } from '../../engine/filters/resolve.ts'
-import { cell, cellPath, isArrayCell } from '../rows/rows.sql.ts'
+import { cell, cellPath, isArrayCell } from './filter-sql.ts'
 
 /**
  * ORDER BY of a row query (DATA-ENGINE: Sorting): keys in priority order, each with blanks last

@@ -9,11 +9,10 @@ import {
   groupsSql,
   medianSql,
   overallSql,
-} from './views.query.aggregate.ts'
-import { type RecordRow, type Row, toRow } from './views.query.rows.ts'
-import { summaryKey } from './views.query.summary.ts'
-import { type PreparedRows, prepareViewRows, type RowParams } from './views.query.ts'
-import type { ViewRow } from './views.schemas.ts'
+} from './aggregate.ts'
+import type { PreparedRows } from './prepare.ts'
+import { type RecordRow, type Row, toRow } from './row-shape.ts'
+import { summaryKey } from './summary.ts'
 
 /**
  * Runs prepared row queries: one page with its total (and groups and aggregations when the view
@@ -97,20 +96,6 @@ export async function* rowBatches(ctx: ServiceContext, q: PreparedRows, options:
     after = Number(records[records.length - 1].id)
     if (records.length < n) return
   }
-}
-
-/**
- * Every row of a view the caller may read (already checked: loadVisibleView), in id-keyset
- * batches, with the view's filters and cohort rule applied and its columns chosen. `params` may
- * add request filters or a search. For export (DATA-ENGINE: Export).
- */
-export async function* viewRowBatches(
-  ctx: ServiceContext,
-  view: ViewRow,
-  options: RowBatchOptions & { params?: RowParams } = {},
-): AsyncGenerator<Row[]> {
-  const prepared = await prepareViewRows(ctx, view, options.params)
-  yield* rowBatches(ctx, prepared, options)
 }
 
 // --- Internal helpers ---
