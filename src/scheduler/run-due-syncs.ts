@@ -5,8 +5,8 @@ import { isConflict } from '../errors.ts'
 import type { ServiceContext } from '../http/context.ts'
 import { pruneAccessRecords } from '../modules/audit/audit.service.ts'
 import { recoverInterruptedSyncs, runSync } from '../modules/datasources/datasources.sync.ts'
-import { recomputeStalePanels } from '../modules/rows/rows.materialise.ts'
 import { expireDuePublications } from '../modules/views/views.expiry.ts'
+import { recomputeStalePanels } from '../rowstore/materialise.ts'
 import type { DueSyncsReport } from './due-syncs-report.ts'
 
 export type { DueSyncsReport }
