@@ -16,8 +16,8 @@ export interface NewEvent {
   data: unknown
 }
 
-/** Events known to the caller, appended in the given order. */
-export function appendEvents(tenantId: string, list: readonly NewEvent[], occurredAt: string): SQL[] {
+/** Events known to the caller, appended in the given order (only when `when` holds, if given). */
+export function appendEvents(tenantId: string, list: readonly NewEvent[], occurredAt: string, when?: SQL): SQL[] {
   if (list.length === 0) return []
   const payload = JSON.stringify(
     list.map((e) => [e.type, e.panelId ?? null, e.viewId ?? null, e.dataSourceId ?? null, JSON.stringify(e.data ?? {})]),
@@ -26,7 +26,7 @@ export function appendEvents(tenantId: string, list: readonly NewEvent[], occurr
     tenantId,
     sql`SELECT j.key AS ord, j.value ->> 0 AS type, j.value ->> 1 AS panel_id, j.value ->> 2 AS view_id,
           j.value ->> 3 AS data_source_id, j.value ->> 4 AS data
-        FROM json_each(${payload}) j`,
+        FROM json_each(${payload}) j WHERE ${when ?? sql`1`}`,
     occurredAt,
   )
 }

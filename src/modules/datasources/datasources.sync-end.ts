@@ -2,15 +2,20 @@ import { and, eq, lt, sql } from 'drizzle-orm'
 import { dataSources, records, syncRuns } from '../../db/schema.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
+import { appendEvents } from '../../rowstore/events.ts'
+import { generationSwitchIdentities } from '../../rowstore/identities.ts'
+import { loadPanelMembership, membershipStatements, type RowWrite, writeToken } from '../../rowstore/membership.ts'
 import { changeInsert } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import { nextSyncAt } from './datasources.schedule.ts'
-import type { DataSourceRow, SyncRunRow } from './datasources.schemas.ts'
+import { type DataSourceRow, type SyncRunRow, toSyncRunDto } from './datasources.schemas.ts'
 
 /**
  * The end of a sync run (DATA-ENGINE: Sync lifecycle), in one batch each: success switches the
- * generation (full) and records the SYNC change; failure or cancellation drops a full sync's
- * partial generation, so readers keep the previous one.
+ * generation (full) with its membership step (the views' `row.*` events, `panel.rows_changed`,
+ * the view owners' notices), records the SYNC change and appends `sync.completed`; failure or
+ * cancellation drops a full sync's partial generation, so readers keep the previous one, and
+ * appends `sync.failed` — no row moved, no row event (LIVE.md).
  */
 
 export interface SyncOutcome {
@@ -34,7 +39,7 @@ export interface Ended {
   incremental: boolean
 }
 
-/** Success: switch generation (full), end the run, record the SYNC change, notify — one batch. */
+/** Success: switch generation (full) with its membership step, end the run, record the SYNC change, notify — one batch. */
 export async function finish(
   ctx: ServiceContext,
   { source, run, counts, incremental }: Ended,
@@ -45,7 +50,26 @@ export async function finish(
   const generation = incremental ? source.currentGeneration : run.generation
   const cut = counts.truncated.length > 0 ? ` (stopped early: ${counts.truncated.join('; ')})` : ''
   const message = `${counts.rowsWritten} records synchronised from ${source.type} source${cut}`
+  const ended: Partial<SyncRunRow> = {
+    status: 'success',
+    finishedAt: now,
+    durationMs,
+    rowsRead: counts.rowsRead,
+    rowsWritten: counts.rowsWritten,
+    rowsDeleted: counts.rowsDeleted,
+    truncated: counts.truncated.length > 0,
+    error: counts.truncated.length > 0 ? `Stopped early: ${counts.truncated.join('; ')}` : null,
+  }
+  const leased = sql`EXISTS (SELECT 1 FROM data_sources WHERE id = ${source.id} AND lease_run_id = ${run.id})`
+  const write = syncWrite(ctx, source, run, now)
+  const membership = incremental
+    ? undefined
+    : membershipStatements(await loadPanelMembership(ctx.db, source.tenantId, source.panelId), write)
+  const identities = incremental
+    ? []
+    : generationSwitchIdentities(write, source.id, source.currentGeneration, run.generation, leased)
   await ctx.db.batch([
+    ...[...(membership?.before ?? []), ...identities].map((q) => ctx.db.run(q)),
     ctx.db
       .update(dataSources)
       .set({
@@ -58,6 +82,7 @@ export async function finish(
         leaseExpiresAt: null,
       })
       .where(and(eq(dataSources.id, source.id), eq(dataSources.leaseRunId, run.id))),
+    ...(membership?.after ?? []).map((q) => ctx.db.run(q)),
     ctx.db
       .delete(records)
       .where(
@@ -67,19 +92,13 @@ export async function finish(
           sql`(SELECT current_generation FROM data_sources WHERE id = ${source.id}) = ${generation}`,
         ),
       ),
-    ctx.db
-      .update(syncRuns)
-      .set({
-        status: 'success',
-        finishedAt: now,
-        durationMs,
-        rowsRead: counts.rowsRead,
-        rowsWritten: counts.rowsWritten,
-        rowsDeleted: counts.rowsDeleted,
-        truncated: counts.truncated.length > 0,
-        error: counts.truncated.length > 0 ? `Stopped early: ${counts.truncated.join('; ')}` : null,
-      })
-      .where(eq(syncRuns.id, run.id)),
+    ...appendEvents(
+      source.tenantId,
+      [{ type: 'sync.completed', panelId: source.panelId, dataSourceId: source.id, data: toSyncRunDto({ ...run, ...ended }) }],
+      now,
+      sql`EXISTS (SELECT 1 FROM sync_runs WHERE id = ${run.id} AND status = 'syncing')`,
+    ).map((q) => ctx.db.run(q)),
+    ctx.db.update(syncRuns).set(ended).where(eq(syncRuns.id, run.id)),
     changeInsert(ctx, {
       panelId: source.panelId,
       entityType: 'DataSource',
@@ -94,7 +113,22 @@ export async function finish(
       ? [notifyViewOwners(ctx, { panelId: source.panelId, type: 'DATA_CHANGED', impact: 'info', message })]
       : []),
   ] as unknown as Parameters<typeof ctx.db.batch>[0])
+  ctx.live.committed(source.tenantId)
   return outcome(ctx, source, run, counts.rowsWritten, message)
+}
+
+/** The write of a sync run's batches: its membership step's token, actor and cause. */
+export function syncWrite(ctx: ServiceContext, source: DataSourceRow, run: SyncRunRow, at: string): RowWrite {
+  return {
+    tenantId: source.tenantId,
+    panelId: source.panelId,
+    actorId: ctx.scope.userId,
+    cause: run.trigger === 'webhook' ? 'webhook' : 'sync',
+    eventKey: `sync:${run.id}`,
+    token: writeToken(),
+    at,
+    dataSourceId: source.id,
+  }
 }
 
 /** Failure or cancellation: the partial generation goes, the previous one stays visible. */
@@ -109,8 +143,23 @@ export async function fail(
   const dropPartial = incremental
     ? []
     : [ctx.db.delete(records).where(and(eq(records.dataSourceId, source.id), eq(records.generation, run.generation)))]
+  const ended: Partial<SyncRunRow> = {
+    status,
+    error,
+    finishedAt: now,
+    durationMs,
+    rowsRead: counts.rowsRead,
+    rowsWritten: incremental ? counts.rowsWritten : 0,
+    rowsDeleted: incremental ? counts.rowsDeleted : 0,
+  }
   await ctx.db.batch([
     ...dropPartial,
+    ...appendEvents(
+      source.tenantId,
+      [{ type: 'sync.failed', panelId: source.panelId, dataSourceId: source.id, data: toSyncRunDto({ ...run, ...ended }) }],
+      now,
+      sql`EXISTS (SELECT 1 FROM sync_runs WHERE id = ${run.id} AND status = 'syncing')`,
+    ).map((q) => ctx.db.run(q)),
     ctx.db
       .update(dataSources)
       .set({
@@ -121,18 +170,7 @@ export async function fail(
         leaseExpiresAt: null,
       })
       .where(and(eq(dataSources.id, source.id), eq(dataSources.leaseRunId, run.id))),
-    ctx.db
-      .update(syncRuns)
-      .set({
-        status,
-        error,
-        finishedAt: now,
-        durationMs,
-        rowsRead: counts.rowsRead,
-        rowsWritten: incremental ? counts.rowsWritten : 0,
-        rowsDeleted: incremental ? counts.rowsDeleted : 0,
-      })
-      .where(eq(syncRuns.id, run.id)),
+    ctx.db.update(syncRuns).set(ended).where(eq(syncRuns.id, run.id)),
     changeInsert(ctx, {
       panelId: source.panelId,
       entityType: 'DataSource',
@@ -141,6 +179,7 @@ export async function fail(
       changes: { syncStatus: { oldValue: source.syncStatus, newValue: status }, errorMessage: { newValue: error } },
     }),
   ] as unknown as Parameters<typeof ctx.db.batch>[0])
+  ctx.live.committed(source.tenantId)
   return outcome(ctx, source, run, 0, status === 'cancelled' ? error : `Synchronisation failed: ${error}`)
 }
 

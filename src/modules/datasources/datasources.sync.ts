@@ -8,7 +8,9 @@ import { conflict } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { FileAccessError } from '../../lib/files.ts'
+import { deleteIdentities, upsertIdentities } from '../../rowstore/identities.ts'
 import { loadPanelPlan, type PanelPlan, recomputeAfterColumnChange } from '../../rowstore/materialise.ts'
+import { loadPanelMembership, membershipStatements, type PanelMembership } from '../../rowstore/membership.ts'
 import {
   countRemovedKeys,
   deleteStatements,
@@ -18,14 +20,9 @@ import {
   type RowWriter,
   upsertStatements,
 } from '../../rowstore/records.ts'
-import {
-  type MembershipSnapshot,
-  notifyViewMembershipChanges,
-  snapshotViewMembership,
-} from '../notifications/notifications.membership.ts'
 import { type DataSourceRow, type SyncRunRow, toSyncRunDto } from './datasources.schemas.ts'
 import { SecretUnavailableError, unsealConfig } from './datasources.secrets.ts'
-import { type Counts, fail, finish, outcome, type SyncOutcome } from './datasources.sync-end.ts'
+import { type Counts, fail, finish, outcome, type SyncOutcome, syncWrite } from './datasources.sync-end.ts'
 
 /** How long a lease holds without a sign of life; every committed batch renews it. */
 export const LEASE_MS = 2 * 60 * 1000
@@ -78,7 +75,6 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
   const counts: Counts = { rowsRead: 0, rowsWritten: 0, rowsDeleted: 0, truncated: [] }
   let incremental = false
   let plan: PanelPlan | undefined
-  let membership: MembershipSnapshot | undefined
   try {
     const connector = connectorFor(source.type)
     if (!connector) throw new ConnectorError(notAvailableMessage(source.type))
@@ -93,8 +89,9 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
     if (!incremental)
       await ctx.db.delete(records).where(and(eq(records.dataSourceId, source.id), eq(records.generation, run.generation)))
     plan = await loadPanelPlan(ctx.db, source.tenantId, source.panelId)
-    membership = await snapshotViewMembership(ctx, source.panelId)
-    await readAndWrite(ctx, { source, run, connector, config: parsed.data, plain, incremental, counts, plan })
+    // An incremental sync writes the visible generation: each batch moves the views' membership.
+    const membership = incremental ? await loadPanelMembership(ctx.db, source.tenantId, source.panelId) : undefined
+    await readAndWrite(ctx, { source, run, connector, config: parsed.data, plain, incremental, counts, plan, membership })
     if (!incremental) {
       // Rows sharing a key are one record (the last read wins): count what the generation holds.
       const [[removed], [written]] = await ctx.db.batch([
@@ -114,8 +111,6 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
   }
   const outcome = await finish(ctx, { source, run, counts, incremental }, Date.now() - started)
   await catchUpColumnChanges(ctx, source, plan)
-  // Issue: notifications that matter — rows that entered or left each view, once per sync run.
-  if (membership) await notifyViewMembershipChanges(ctx, source.panelId, membership, `sync:${run.id}`, { cause: 'sync' })
   return outcome
 }
 
@@ -204,6 +199,8 @@ interface SyncJob {
   incremental: boolean
   counts: Counts
   plan: PanelPlan
+  /** The panel's views, for an incremental sync's membership step per batch. */
+  membership?: PanelMembership
 }
 
 /** Reads the connector batch by batch; each batch commits with lease renewal, counters and cursor. */
@@ -252,7 +249,7 @@ async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
       const cursor = pendingCursor
       pendingCursor = undefined
       const statements = incremental
-        ? await incrementalStatements(ctx, source, batch, keyField, counts, rows)
+        ? await incrementalStatements(ctx, job, batch, keyField, rows)
         : await upsertStatements(
             source,
             run.generation,
@@ -265,7 +262,7 @@ async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
         statements.push(sql`UPDATE data_sources SET config = json_set(config, '$.lastSyncValue', json(${JSON.stringify(cursor.value ?? null)}))
           WHERE id = ${source.id}`)
       }
-      await commitBatch(ctx, run, statements, counts)
+      await commitBatch(ctx, run, statements, counts, incremental)
       if (ctx.stopping?.aborted) throw new SyncInterrupted()
     }
   } catch (err) {
@@ -282,14 +279,18 @@ async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
   }
 }
 
+/**
+ * One batch of an incremental sync: upserts and deletes by key in the visible generation, with the
+ * identities they change before them and the membership step after them (same batch).
+ */
 async function incrementalStatements(
   ctx: ServiceContext,
-  source: DataSourceRow,
+  job: SyncJob,
   batch: SourceRecord[],
   keyField: string | undefined,
-  counts: Counts,
   rows: RowWriter,
 ) {
+  const { source, counts } = job
   const upserts = await keyRecords(
     batch.filter((r) => !r.deleted),
     keyField,
@@ -304,18 +305,31 @@ async function incrementalStatements(
   )
   counts.rowsWritten += upserts.length
   counts.rowsDeleted += deleted.length
+  const now = isoNow(ctx.clock)
+  const write = { ...syncWrite(ctx, source, job.run, now), eventKey: `sync:${job.run.id}:${counts.rowsRead}` }
+  const generation = source.currentGeneration
+  const deletedKeys = deleted.map((r) => r.key)
+  const membership = job.membership ? membershipStatements(job.membership, write) : { before: [], after: [] }
   return [
-    ...(await upsertStatements(source, source.currentGeneration, upserts, isoNow(ctx.clock), rows)),
-    ...deleteStatements(
-      source,
-      source.currentGeneration,
-      deleted.map((r) => r.key),
+    ...membership.before,
+    ...upsertIdentities(
+      write,
+      source.id,
+      generation,
+      upserts.map((r) => r.key),
     ),
+    ...deleteIdentities(write, source.id, generation, deletedKeys),
+    ...(await upsertStatements(source, generation, upserts, now, rows)),
+    ...deleteStatements(source, generation, deletedKeys),
+    ...membership.after,
   ]
 }
 
-/** Commits one batch with the lease renewal and run counters; stops when a cancel was requested. */
-async function commitBatch(ctx: ServiceContext, run: SyncRunRow, statements: SQL[], counts: Counts) {
+/**
+ * Commits one batch with the lease renewal and run counters (and, for an incremental sync, its
+ * events: the feed's streams are woken); stops when a cancel was requested.
+ */
+async function commitBatch(ctx: ServiceContext, run: SyncRunRow, statements: SQL[], counts: Counts, emits: boolean) {
   const expires = new Date(ctx.clock.now().getTime() + LEASE_MS).toISOString()
   const results = await ctx.db.batch([
     ...statements.map((s) => ctx.db.run(s)),
@@ -328,6 +342,7 @@ async function commitBatch(ctx: ServiceContext, run: SyncRunRow, statements: SQL
     ctx.db.select({ cancel: syncRuns.cancelRequested }).from(syncRuns).where(eq(syncRuns.id, run.id)),
   ] as unknown as Parameters<typeof ctx.db.batch>[0])
   const [state] = results[results.length - 1] as { cancel: boolean }[]
+  if (emits) ctx.live.committed(run.tenantId)
   if (state?.cancel) throw new SyncCancelled()
 }
 

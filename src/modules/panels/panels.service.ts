@@ -5,6 +5,7 @@ import { notFound } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import type { ListedPage } from '../../http/pagination.ts'
 import { isoNow } from '../../lib/clock.ts'
+import { panelEvaluationStatements } from '../../rowstore/membership.ts'
 import { changeInsert, createdFields, diffFields } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import type { CreatePanelInput, ListPanelsInput, PanelDto, PanelRow, UpdatePanelInput } from './panels.schemas.ts'
@@ -179,6 +180,7 @@ export async function updatePanel(ctx: ServiceContext, id: number, input: Update
   await ctx.cache.del(ctx.scope.tenantId, panelKey(id))
   await invalidateLists(ctx, before.userId)
   if (!row) throw notFound('Panel', id, ctx.scope.tenantId)
+  if (diff.cohortRule) await reevaluateViews(ctx, id)
   return toPanelDto(row as PanelRow)
 }
 
@@ -198,4 +200,16 @@ export async function deletePanel(ctx: ServiceContext, id: number): Promise<void
   ])
   await ctx.cache.del(ctx.scope.tenantId, panelKey(id))
   await invalidateLists(ctx, before.userId)
+}
+
+/**
+ * A new cohort rule changes which rows every view of the panel holds: each view's membership is
+ * evaluated afresh (no `row.*` events), with one `view.updated` each (LIVE.md). A crash before it
+ * leaves the views to be evaluated by the next write of the panel's rows.
+ */
+async function reevaluateViews(ctx: ServiceContext, panelId: number) {
+  const statements = await panelEvaluationStatements(ctx.db, ctx.scope.tenantId, panelId, isoNow(ctx.clock))
+  if (statements.length === 0) return
+  await ctx.db.batch(statements.map((q) => ctx.db.run(q)) as unknown as Parameters<typeof ctx.db.batch>[0])
+  ctx.live.committed(ctx.scope.tenantId)
 }

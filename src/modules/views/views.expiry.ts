@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
+import { appendEventsFrom } from '../../rowstore/events.ts'
 import { forgetPanel } from '../panels/panels.service.ts'
 import { viewKey } from './views.cache.ts'
 import type { ViewRow } from './views.schemas.ts'
@@ -38,9 +39,19 @@ export async function expirePublication(ctx: ServiceContext, row: Pick<ViewRow, 
       UPDATE panels SET default_view_id = NULL
       WHERE id = ${row.panelId} AND tenant_id = ${row.tenantId} AND default_view_id = ${row.id}
         AND EXISTS (SELECT 1 FROM views WHERE ${due})`),
+    // The feed's view.updated, as the view's readers would have seen it (before they lost it).
+    ...appendEventsFrom(
+      row.tenantId,
+      sql`SELECT 0 AS ord, 'view.updated' AS type, panel_id, id AS view_id, NULL AS data_source_id,
+          json_object('view', json_object('id', id, 'panelId', panel_id, 'name', name, 'isPublished', json('false'),
+            'publishedAt', NULL), 'reason', 'publishConfig.expiresAt') AS data
+        FROM views WHERE ${due}`,
+      now,
+    ).map((q) => ctx.db.run(q)),
     ctx.db.run(sql`
       UPDATE views SET is_published = 0, published_at = NULL, published_by = NULL, updated_at = ${now} WHERE ${due}`),
   ])
+  ctx.live.committed(row.tenantId)
   await ctx.cache.del(row.tenantId, viewKey(row.id))
   const [panel] = await ctx.db.all<{ user_id: string }>(
     sql`SELECT user_id FROM panels WHERE id = ${row.panelId} AND tenant_id = ${row.tenantId}`,

@@ -6,12 +6,14 @@ import { type ChangeAction, type FieldChanges, panels, views } from '../../db/sc
 import { notFound, permissionDenied } from '../../errors.ts'
 import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
+import { viewEvaluationStatements } from '../../rowstore/membership.ts'
 import { changeInsert, createdFields, diffFields } from '../changes/changes.service.ts'
 import { notifyTenantUsers, type TenantNotice } from '../notifications/notifications.service.ts'
 import { findPanel, forgetPanel, requirePanel } from '../panels/panels.service.ts'
 import { sharedAway } from './views.access.sql.ts'
 import { isLive, publishConfigOf, type ViewAccess, type ViewPermission, viewAccess } from './views.access.ts'
 import { viewKey } from './views.cache.ts'
+import { viewEvent } from './views.events.ts'
 import { expirePublication } from './views.expiry.ts'
 import { requireViewPassword } from './views.password.ts'
 import {
@@ -110,12 +112,19 @@ export interface ViewWrite {
  */
 export async function saveView(ctx: ServiceContext, view: LoadedView, patch: Partial<ViewRow>, write: ViewWrite) {
   const { row } = view
+  const at = isoNow(ctx.clock)
+  const patched = { id: row.id, filters: patch.filters, config: patch.config, columnVisibility: patch.columnVisibility }
+  const membership = await viewEvaluationStatements(ctx.db, row, at, { patched })
+  const type = write.action === 'PUBLISH' ? 'view.published' : 'view.updated'
+  const exists = sql`EXISTS (SELECT 1 FROM views WHERE id = ${row.id})`
   const [[updated]] = await ctx.db.batch([
     ctx.db
       .update(views)
-      .set({ ...patch, updatedAt: isoNow(ctx.clock) })
+      .set({ ...patch, updatedAt: at })
       .where(ofTenant(ctx, row.id))
       .returning(),
+    ...membership.map((q) => ctx.db.run(q)),
+    ...viewEvent(ctx, type, { ...row, ...patch, updatedAt: at }, view.panel, at, exists).map((q) => ctx.db.run(q)),
     changeInsert(ctx, {
       panelId: row.panelId,
       entityType: 'View',
@@ -126,6 +135,7 @@ export async function saveView(ctx: ServiceContext, view: LoadedView, patch: Par
     ...(write.notice ? [notifyTenantUsers(ctx, { ...write.notice, viewId: row.id })] : []),
     ...(write.also ?? []),
   ])
+  ctx.live.committed(row.tenantId)
   await ctx.cache.del(ctx.scope.tenantId, viewKey(row.id))
   if (!updated) throw notFound('View', row.id, ctx.scope.tenantId)
   return updated as ViewRow
@@ -258,6 +268,7 @@ async function insertView(
     }),
   ])
   const newId = insertedId(inserted)
+  await evaluateNewView(ctx, { tenantId: values.tenantId, panelId: panel.id, id: newId })
   return toViewDto({ ...values, id: newId, membershipKey: null }, panel)
 }
 
@@ -286,8 +297,12 @@ export async function updateView(ctx: ServiceContext, id: number, input: UpdateV
 /** Deletes the caller's own view (hard delete) with its DELETE change; its notifications stay. */
 export async function deleteView(ctx: ServiceContext, id: number): Promise<void> {
   const { row, panel } = await loadViewFor(ctx, id, 'delete', 'delete the view')
+  const at = isoNow(ctx.clock)
+  const deleted = viewEvent(ctx, 'view.deleted', row, panel, at, sql`EXISTS (SELECT 1 FROM views WHERE id = ${id})`)
   await ctx.db.batch([
+    ...deleted.map((q) => ctx.db.run(q)),
     ctx.db.delete(views).where(ofTenant(ctx, id)),
+    ctx.db.run(sql`DELETE FROM view_members WHERE view_id = ${id}`),
     ctx.db.run(sql`UPDATE panels SET default_view_id = NULL
       WHERE id = ${row.panelId} AND tenant_id = ${ctx.scope.tenantId} AND default_view_id = ${id}`),
     changeInsert(ctx, {
@@ -297,8 +312,20 @@ export async function deleteView(ctx: ServiceContext, id: number): Promise<void>
       action: 'DELETE',
       changes: { name: { oldValue: row.name }, isPublished: { oldValue: row.isPublished } },
     }),
-  ])
+  ] as unknown as Parameters<typeof ctx.db.batch>[0])
+  ctx.live.committed(row.tenantId)
   await ctx.cache.del(ctx.scope.tenantId, viewKey(id))
   const owner = await findPanel(ctx, panel.id)
   if (owner?.defaultViewId === id) await forgetPanel(ctx, owner)
+}
+
+/**
+ * A new view's first evaluation: its membership set from the rows it matches now, without a
+ * `row.entered` for each; one `view.updated` says so (LIVE.md).
+ */
+async function evaluateNewView(ctx: ServiceContext, view: { tenantId: string; panelId: number; id: number }) {
+  const statements = await viewEvaluationStatements(ctx.db, view, isoNow(ctx.clock), { announce: true })
+  if (statements.length === 0) return
+  await ctx.db.batch(statements.map((q) => ctx.db.run(q)) as unknown as Parameters<typeof ctx.db.batch>[0])
+  ctx.live.committed(view.tenantId)
 }

@@ -1,0 +1,21 @@
+import type { SQL } from 'drizzle-orm'
+import type { ServiceContext } from '../../http/context.ts'
+import { appendEvents } from '../../rowstore/events.ts'
+import { toViewDto, type ViewRow } from './views.schemas.ts'
+
+/**
+ * The view events of the change feed (LIVE.md): `view.updated`, `view.published` with the view as
+ * a reader of the published view sees it, `view.deleted` with its id. Statements for the batch of
+ * the change itself; the caller wakes the feed (`ctx.live.committed`) after it commits.
+ */
+export function viewEvent(
+  ctx: ServiceContext,
+  type: 'view.updated' | 'view.published' | 'view.deleted',
+  row: ViewRow,
+  panel: { id: number; name: string },
+  at: string,
+  when?: SQL,
+): SQL[] {
+  const data = type === 'view.deleted' ? { id: row.id } : { view: toViewDto(row, panel, { full: false }) }
+  return appendEvents(row.tenantId, [{ type, panelId: row.panelId, viewId: row.id, data }], at, when)
+}

@@ -1,0 +1,388 @@
+import { type SQL, sql } from 'drizzle-orm'
+import type { Db } from '../db/client.ts'
+import type { CohortRule, FilterCriterion } from '../db/schema.ts'
+import { type ColumnRef, type FilterIssue, resolveCohortRule, resolveFilters } from '../engine/filters/resolve.ts'
+import { appendEventsFrom } from './events.ts'
+import { panelColumnsOf } from './query/columns.ts'
+import { filterSql } from './query/filter-sql.ts'
+import { visibleColumns } from './query/row-shape.ts'
+
+/**
+ * View membership as data (LIVE.md; docs/live.md "Membership"). `view_members` holds, per view,
+ * the rows it matched after the last write that touched them, by stable identity (source, record
+ * key), with the row as the view showed it. A write lists the identities it changed as
+ * `pending_changes` rows (view 0) in its own batch; the statements here then compare, for each
+ * view, just those identities with the stored membership, write the `row.*` events and the view
+ * owners' notices, move the membership on, and clear the scratch rows — all in that batch. A write
+ * that changed nothing any view reads costs one empty join per view.
+ *
+ * A view whose row query changed (its filters, the panel's cohort rule, its columns) is evaluated
+ * afresh instead: its membership is replaced without `row.*` events, and one `view.updated` says so.
+ */
+
+/** What one view's membership is evaluated with. */
+export interface MemberView {
+  id: number
+  userId: string
+  name: string
+  /** The view's row query and columns as text: a stored `membership_key` that differs means re-evaluate. */
+  key: string
+  storedKey: string | null
+  /** The condition over `r` (cohort rule and every filter); null when the query no longer compiles. */
+  where: SQL | null
+  /** `[[name, column id | '_id' | '_source' | '_errors'], …]`: how the row is shaped (JSON text). */
+  shape: string
+}
+
+/** The views of one panel, compiled for membership. */
+export interface PanelMembership {
+  tenantId: string
+  panelId: number
+  views: MemberView[]
+}
+
+/** One write: the scratch token of its batch, who made it and why. */
+export interface RowWrite {
+  tenantId: string
+  panelId: number
+  /** The user who made the change: views of their own get no notice of it. */
+  actorId: string
+  cause: 'sync' | 'webhook' | 'import' | 'recompute' | 'delete'
+  /** Names the write for the notices' dedupe (`sync:12`): repeating it notifies nobody twice. */
+  eventKey: string
+  /** Scratch rows of this write carry it; unique per write. */
+  token: string
+  at: string
+  /** The source written, when one source was. */
+  dataSourceId?: number
+}
+
+type ViewRecord = {
+  id: number
+  user_id: string
+  name: string
+  filters: string
+  config: string
+  column_visibility: string
+  source_view_id: number | null
+  membership_key: string | null
+}
+
+/** Copies of copies are followed this deep (as views.rows-scope.ts does for readers). */
+const MAX_COPY_DEPTH = 5
+
+/** A view's row-query fields as a write is about to store them (compiled instead of the stored ones). */
+export interface ViewPatch {
+  id: number
+  filters?: unknown
+  config?: unknown
+  columnVisibility?: unknown
+}
+
+/**
+ * The panel's views compiled for membership; none when the panel is gone. With `patched`, that
+ * view as it is about to be saved.
+ */
+export async function loadPanelMembership(
+  db: Db,
+  tenantId: string,
+  panelId: number,
+  patched?: ViewPatch,
+): Promise<PanelMembership> {
+  const [panels, viewRows, columnRows] = await db.batch([
+    db.all<{ cohort_rule: string | null }>(
+      sql`SELECT cohort_rule FROM panels WHERE id = ${panelId} AND tenant_id = ${tenantId} AND deleted_at IS NULL`,
+    ),
+    db.all<ViewRecord>(sql`
+      SELECT id, user_id, name, filters, config, column_visibility, source_view_id, membership_key FROM views
+      WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} ORDER BY id`),
+    db.all<{ id: number; name: string; type: string; column_type: string; formula: string | null }>(sql`
+      SELECT id, name, type, column_type, formula FROM columns WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} ORDER BY id`),
+  ])
+  if (panels.length === 0) return { tenantId, panelId, views: [] }
+  const cohortRule = panels[0].cohort_rule ? (JSON.parse(panels[0].cohort_rule) as CohortRule) : null
+  const columns = panelColumnsOf(
+    columnRows.map((c) => ({ id: c.id, name: c.name, type: c.type, columnType: c.column_type as never, formula: c.formula })),
+  )
+  if (patched) {
+    const at = viewRows.findIndex((v) => Number(v.id) === patched.id)
+    const v = viewRows[at]
+    if (v) {
+      viewRows[at] = {
+        ...v,
+        filters: patched.filters === undefined ? v.filters : JSON.stringify(patched.filters),
+        config: patched.config === undefined ? v.config : JSON.stringify(patched.config),
+        column_visibility:
+          patched.columnVisibility === undefined ? v.column_visibility : JSON.stringify(patched.columnVisibility),
+      }
+    }
+  }
+  const byId = new Map(viewRows.map((v) => [Number(v.id), v]))
+  const views = viewRows.map((v): MemberView => {
+    const chain = copyChain(v, byId)
+    const issues: FilterIssue[] = []
+    const cohort = resolveCohortRule(cohortRule, columns.byName, issues)
+    const filters = chain.map((f, i) => resolveFilters(f, columns.byName, `filters[${i}]`, issues))
+    const shown = shownColumns(columns.list, chain.length, v, byId)
+    const key = JSON.stringify({ cohortRule, filters: chain, shown: shown.map((c) => [c.id, c.name, c.kind]) })
+    return {
+      id: Number(v.id),
+      userId: v.user_id,
+      name: v.name,
+      key: hashText(key),
+      storedKey: v.membership_key,
+      where: issues.length > 0 ? null : sql.join([filterSql(cohort), ...filters.map(filterSql)], sql` AND `),
+      shape: JSON.stringify([
+        ['_id', '_id'],
+        ['_source', '_source'],
+        ['_errors', '_errors'],
+        ...shown.map((c) => [c.name, c.id]),
+      ]),
+    }
+  })
+  return { tenantId, panelId, views }
+}
+
+/**
+ * Statements of one write's membership step, around its data statements in the same batch:
+ * `before` brings any view whose row query changed up to date with the rows as they were (so the
+ * write's own moves still count); `after` finds each view's moves among the write's identities,
+ * then writes the `row.*` and `panel.rows_changed` events, the notices and the new membership, and
+ * clears the scratch rows.
+ */
+export function membershipStatements(membership: PanelMembership, write: RowWrite): { before: SQL[]; after: SQL[] } {
+  const before: SQL[] = []
+  const after: SQL[] = []
+  for (const view of membership.views) {
+    if (!view.where) continue
+    if (view.storedKey !== view.key) before.push(...resetStatements(membership, view, write))
+    after.push(...moveStatements(membership, view, write))
+  }
+  after.push(
+    ...rowEventStatements(write),
+    noticeStatement(write),
+    ...memberUpdateStatements(write),
+    ...panelEventStatements(write),
+  )
+  after.push(sql`DELETE FROM pending_changes WHERE token = ${write.token}`)
+  return { before, after }
+}
+
+/**
+ * Statements that evaluate one view afresh (a new view, changed filters or columns): its
+ * membership replaced without `row.*` events; `view.updated` when `announce` (not for a view the
+ * caller announces itself).
+ */
+export function resetStatements(
+  membership: PanelMembership,
+  view: MemberView,
+  write: Pick<RowWrite, 'at'>,
+  announce = true,
+): SQL[] {
+  if (!view.where) return [sql`DELETE FROM view_members WHERE view_id = ${view.id}`]
+  const unchanged = sql`EXISTS (SELECT 1 FROM views WHERE id = ${view.id} AND membership_key IS ${view.storedKey})`
+  const statements = [
+    sql`DELETE FROM view_members WHERE view_id = ${view.id} AND ${unchanged}`,
+    sql`INSERT INTO view_members (view_id, data_source_id, key, tenant_id, panel_id, row_id, row)
+      SELECT ${view.id}, r.data_source_id, r.key, r.tenant_id, r.panel_id, r.id, ${rowJson(view.shape)}
+      FROM records r JOIN data_sources s ON s.id = r.data_source_id AND s.tenant_id = ${membership.tenantId}
+      WHERE r.tenant_id = ${membership.tenantId} AND r.panel_id = ${sql.raw(String(membership.panelId))}
+        AND r.generation = s.current_generation AND ${unchanged} AND ${view.where}`,
+  ]
+  if (announce) {
+    statements.push(
+      ...appendEventsFrom(
+        membership.tenantId,
+        sql`SELECT 0 AS ord, 'view.updated' AS type, ${membership.panelId} AS panel_id, ${view.id} AS view_id,
+            NULL AS data_source_id, json_object('view', json_object('id', v.id, 'panelId', v.panel_id, 'name', v.name),
+              'membership', 'evaluated') AS data
+          FROM views v WHERE v.id = ${view.id} AND ${unchanged}`,
+        write.at,
+      ),
+    )
+  }
+  statements.push(
+    sql`UPDATE views SET membership_key = ${view.key} WHERE id = ${view.id} AND membership_key IS ${view.storedKey}`,
+  )
+  return statements
+}
+
+/**
+ * A view's first evaluation, or its re-evaluation when its row query changes (`patched`: as it is
+ * about to be saved, for the statements to go into the same batch): its membership replaced
+ * silently. Nothing when the stored membership already answers the query. `announce` adds the
+ * `view.updated` of a re-evaluation for callers that append no view event of their own.
+ */
+export async function viewEvaluationStatements(
+  db: Db,
+  view: { tenantId: string; panelId: number; id: number },
+  at: string,
+  options: { patched?: ViewPatch; announce?: boolean } = {},
+): Promise<SQL[]> {
+  const membership = await loadPanelMembership(db, view.tenantId, view.panelId, options.patched)
+  const compiled = membership.views.find((v) => v.id === view.id)
+  if (!compiled || compiled.key === compiled.storedKey) return []
+  return resetStatements(membership, compiled, { at }, options.announce ?? false)
+}
+
+/** Every view of a panel evaluated afresh where its query changed (a new cohort rule), each with its `view.updated`. */
+export async function panelEvaluationStatements(db: Db, tenantId: string, panelId: number, at: string): Promise<SQL[]> {
+  const membership = await loadPanelMembership(db, tenantId, panelId)
+  return membership.views.flatMap((v) => (v.key === v.storedKey ? [] : resetStatements(membership, v, { at })))
+}
+
+/** A fresh scratch token: a write's own, so two concurrent writes never read each other's rows. */
+export const writeToken = () => crypto.randomUUID()
+
+// --- Internal helpers ---
+
+/**
+ * The row of `r` as `GET /api/views/{id}/rows` shows it, built in SQL from the shape (so a view of
+ * any width stays one expression): `_id`, `_source`, `_errors` when there are any, then each
+ * column's cell (null when absent).
+ */
+function rowJson(shape: string): SQL {
+  return sql`(SELECT json_group_object(c.value ->> 0, CASE c.value ->> 1 WHEN '_id' THEN r.id WHEN '_source' THEN r.data_source_id
+      WHEN '_errors' THEN json(r.errors) ELSE r.cells -> ('$."' || (c.value ->> 1) || '"') END)
+    FROM json_each(${shape}) c WHERE c.value ->> 1 <> '_errors' OR r.errors IS NOT NULL)`
+}
+
+/** The record of an identity in its source's current generation, in the view's panel. */
+const currentRecord = (alias: string) =>
+  sql.raw(`r.data_source_id = ${alias}.data_source_id AND r.key = ${alias}.key
+    AND r.generation = (SELECT current_generation FROM data_sources WHERE id = ${alias}.data_source_id)`)
+
+/** The view's moves among the write's identities: entered, updated (shown values differ), moved (new row id only), left. */
+function moveStatements(membership: PanelMembership, view: MemberView, write: RowWrite): SQL[] {
+  const unchanged = sql`EXISTS (SELECT 1 FROM views WHERE id = ${view.id} AND membership_key IS ${view.key})`
+  const panel = sql.raw(String(membership.panelId))
+  return [
+    sql`INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row)
+      SELECT ${write.token}, ${view.id}, x.data_source_id, x.key,
+        CASE WHEN x.member_row IS NULL THEN 'entered'
+             WHEN json_remove(x.member_row, '$._id') IS NOT json_remove(x.row, '$._id') THEN 'updated' ELSE 'moved' END,
+        x.id, x.row
+      FROM (SELECT r.id, r.data_source_id, r.key, ${rowJson(view.shape)} AS row, m.row AS member_row, m.row_id AS member_id
+            FROM pending_changes c
+            JOIN records r ON ${currentRecord('c')}
+            LEFT JOIN view_members m ON m.view_id = ${view.id} AND m.data_source_id = r.data_source_id AND m.key = r.key
+            WHERE c.token = ${write.token} AND c.view_id = 0 AND r.panel_id = ${panel} AND ${unchanged} AND ${view.where}) x
+      WHERE x.member_row IS NULL OR x.member_id IS NOT x.id
+         OR json_remove(x.member_row, '$._id') IS NOT json_remove(x.row, '$._id')`,
+    sql`INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row)
+      SELECT ${write.token}, ${view.id}, m.data_source_id, m.key, 'left', m.row_id, m.row
+      FROM pending_changes c
+      JOIN view_members m ON m.view_id = ${view.id} AND m.data_source_id = c.data_source_id AND m.key = c.key
+      WHERE c.token = ${write.token} AND c.view_id = 0 AND ${unchanged}
+        AND NOT EXISTS (SELECT 1 FROM records r WHERE ${currentRecord('m')} AND r.panel_id = ${panel} AND ${view.where})`,
+  ]
+}
+
+/** A JSON value of `json_each` (alias `a`) as JSON, so `from`/`to` keep their type. */
+const jsonValueOf = (a: string) =>
+  sql.raw(`json(CASE ${a}.type WHEN 'text' THEN json_quote(${a}.value) WHEN 'null' THEN 'null' WHEN 'true' THEN 'true'
+    WHEN 'false' THEN 'false' ELSE ${a}.value END)`)
+
+/** `row.entered`, `row.updated` (with what changed), `row.left`, view by view, in a stable order. */
+function rowEventStatements(write: RowWrite): SQL[] {
+  return appendEventsFrom(
+    write.tenantId,
+    sql`SELECT printf('%012d|%d|%012d|%s', p.view_id, CASE p.kind WHEN 'left' THEN 0 WHEN 'entered' THEN 1 ELSE 2 END,
+          p.data_source_id, p.key) AS ord,
+        'row.' || p.kind AS type, ${write.panelId} AS panel_id, p.view_id AS view_id, p.data_source_id AS data_source_id,
+        CASE p.kind WHEN 'updated' THEN json_object('rowId', p.row_id, 'key', p.key, 'row', json(p.row), 'changed',
+            (SELECT json_group_object(n.key, json_object('from', ${jsonValueOf('o')}, 'to', ${jsonValueOf('n')}))
+             FROM json_each(m.row) o JOIN json_each(p.row) n ON n.key = o.key
+             WHERE n.key <> '_id' AND (o.type IS NOT n.type OR o.value IS NOT n.value)))
+          ELSE json_object('rowId', p.row_id, 'key', p.key, 'row', json(p.row)) END AS data
+      FROM pending_changes p
+      LEFT JOIN view_members m ON p.kind = 'updated' AND m.view_id = p.view_id AND m.data_source_id = p.data_source_id AND m.key = p.key
+      WHERE p.token = ${write.token} AND p.view_id <> 0 AND p.kind IN ('entered', 'updated', 'left')`,
+    write.at,
+  )
+}
+
+/** "View "Open cases": 12 rows entered, 3 left (sync)" to the owner of each view rows entered or left, but the actor. */
+function noticeStatement(write: RowWrite): SQL {
+  const rows = (n: string) => sql.raw(`${n} || CASE WHEN ${n} = 1 THEN ' row' ELSE ' rows' END`)
+  return sql`INSERT INTO notifications (tenant_id, user_id, view_id, type, impact, message, is_read, dedupe_key, created_at)
+    SELECT v.tenant_id, v.user_id, v.id, 'DATA_CHANGED', 'info',
+      'View "' || v.name || '": ' || CASE WHEN x.e > 0 AND x.l > 0 THEN ${rows('x.e')} || ' entered, ' || x.l || ' left'
+        WHEN x.e > 0 THEN ${rows('x.e')} || ' entered' ELSE ${rows('x.l')} || ' left' END || ${` (${write.cause})`},
+      0, 'membership:' || v.id || ':' || ${write.eventKey}, ${write.at}
+    FROM (SELECT view_id, sum(kind = 'entered') AS e, sum(kind = 'left') AS l FROM pending_changes
+          WHERE token = ${write.token} AND view_id <> 0 GROUP BY view_id) x
+    JOIN views v ON v.id = x.view_id
+    WHERE (x.e > 0 OR x.l > 0) AND v.user_id <> ${write.actorId}
+    ON CONFLICT DO NOTHING`
+}
+
+function memberUpdateStatements(write: RowWrite): SQL[] {
+  return [
+    sql`DELETE FROM view_members WHERE (view_id, data_source_id, key) IN
+      (SELECT view_id, data_source_id, key FROM pending_changes WHERE token = ${write.token} AND view_id <> 0 AND kind = 'left')`,
+    sql`INSERT INTO view_members (view_id, data_source_id, key, tenant_id, panel_id, row_id, row)
+      SELECT view_id, data_source_id, key, ${write.tenantId}, ${write.panelId}, row_id, row FROM pending_changes
+      WHERE token = ${write.token} AND view_id <> 0 AND kind IN ('entered', 'updated', 'moved')
+      ON CONFLICT (view_id, data_source_id, key) DO UPDATE SET row_id = excluded.row_id, row = excluded.row`,
+  ]
+}
+
+/** One `panel.rows_changed` when the write changed any row. */
+function panelEventStatements(write: RowWrite): SQL[] {
+  return appendEventsFrom(
+    write.tenantId,
+    sql`SELECT 1 AS ord, 'panel.rows_changed' AS type, ${write.panelId} AS panel_id, NULL AS view_id,
+        ${write.dataSourceId ?? null} AS data_source_id,
+        json_object('inserted', sum(kind = 'inserted'), 'updated', sum(kind = 'updated'), 'deleted', sum(kind = 'deleted'),
+          'cause', ${write.cause}) AS data
+      FROM pending_changes WHERE token = ${write.token} AND view_id = 0 HAVING count(*) > 0`,
+    write.at,
+  )
+}
+
+/** The filters a view's rows are held to: its own, then those of the views it was copied from. */
+function copyChain(view: ViewRecord, byId: Map<number, ViewRecord>): FilterCriterion[][] {
+  const chain = [JSON.parse(view.filters) as FilterCriterion[]]
+  let at = view
+  for (let depth = 0; at.source_view_id !== null && depth < MAX_COPY_DEPTH; depth++) {
+    const source = byId.get(Number(at.source_view_id))
+    if (!source) break
+    chain.push(JSON.parse(source.filters) as FilterCriterion[])
+    at = source
+  }
+  return chain
+}
+
+/** The columns a view shows its owner: for a copy, only among those the views above it show. */
+function shownColumns(all: ColumnRef[], chainLength: number, view: ViewRecord, byId: Map<number, ViewRecord>): ColumnRef[] {
+  const shape = (v: ViewRecord) => ({
+    config: JSON.parse(v.config) as { columns?: string[] },
+    columnVisibility: JSON.parse(v.column_visibility) as Record<string, boolean>,
+  })
+  let reachable = all
+  const above: ViewRecord[] = []
+  let at = view
+  for (let depth = 1; depth < chainLength; depth++) {
+    const source = byId.get(Number(at.source_view_id))
+    if (!source) break
+    above.unshift(source)
+    at = source
+  }
+  for (const source of above) reachable = visibleColumns(reachable, shape(source) as never)
+  return visibleColumns(reachable, shape(view) as never)
+}
+
+/** cyrb53 of a text as hex: a short, stable name for a view's row query. */
+function hashText(text: string): string {
+  let h1 = 0xdeadbeef
+  let h2 = 0x41c6ce57
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    h1 = Math.imul(h1 ^ c, 2654435761)
+    h2 = Math.imul(h2 ^ c, 1597334677)
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
+  return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(16)
+}
