@@ -1,5 +1,6 @@
+import { type ServiceContext, serviceContext } from '../context.ts'
 import { tenantDenied, unauthorized, userDenied } from '../errors.ts'
-import { type AppContext, requestMeta, type ServiceContext } from './context.ts'
+import { type AppContext, requestMeta } from './context.ts'
 
 /**
  * Bearer-token authentication for /api (spec §5, CONTRACT: Authentication): puts the verified claims
@@ -101,12 +102,5 @@ export function ctxOf(c: AppContext, ...inputs: (TenantClaim | undefined)[]): Se
     if (userId !== undefined && userId !== claims.userId && !isAdmin) throw userDenied()
     scope = { tenantId: claims.tenantId, userId: userId ?? claims.userId, isAdmin, groups: claims.groups }
   }
-  // The deps are the context's prototype rather than copied into it: one allocation of two fields
-  // per request instead of a copy of every dependency (docs/performance.md).
-  const ctx = Object.create(deps) as ServiceContext
-  ctx.scope = scope
-  ctx.meta = requestMeta(c)
-  const access = c.get('access')
-  if (access) ctx.access = access
-  return ctx
+  return serviceContext(deps, scope, requestMeta(c), c.get('access'))
 }

@@ -1,36 +1,10 @@
 import type { Context } from 'hono'
 import { basePath } from 'hono/route'
+import type { RequestMeta } from '../context.ts'
 import type { Deps } from '../deps.ts'
 import type { AccessEntry } from '../modules/audit/audit.record.ts'
 import type { HeaderRecord } from './response-headers.ts'
 import type { Claims } from './token-verifier.ts'
-
-/** Who acts: the tenant and user every service query is scoped by. */
-export interface Scope {
-  tenantId: string
-  userId: string
-  isAdmin: boolean
-  /** The caller's groups (token `groups` claim; X-User-Groups with AUTH_DISABLED). */
-  groups: readonly string[]
-}
-
-/** Request facts kept in change records (spec §6.1 metadata). */
-export interface RequestMeta {
-  requestId: string
-  ipAddress?: string
-  userAgent?: string
-  source: 'api' | 'system' | 'web'
-  /** The X-View-Password header, for password-protected views (never stored). */
-  viewPassword?: string
-}
-
-/** What every service function receives: a plain object, never a Hono Context. */
-export interface ServiceContext extends Deps {
-  scope: Scope
-  meta: RequestMeta
-  /** The access record of an audited read route (src/modules/audit/audit.record.ts). */
-  access?: AccessEntry
-}
 
 /** The part of the request a runtime's `makeDeps` may use: Workers read `executionCtx.waitUntil`. */
 export interface DepsRequest {

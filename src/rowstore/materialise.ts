@@ -1,4 +1,5 @@
 import { and, asc, eq, sql } from 'drizzle-orm'
+import type { ServiceContext } from '../context.ts'
 import { rowsAffected } from '../db/client.ts'
 import { columns, dataSources, panels } from '../db/schema.ts'
 import type { Deps } from '../deps.ts'
@@ -12,7 +13,6 @@ import {
 } from '../engine/cells/materialise.ts'
 import { loadFhirPathEngineFor } from '../engine/fhirpath/engine.ts'
 import { compileFormula, evaluationOrder, formulaFhirPaths } from '../engine/formula/index.ts'
-import type { ServiceContext } from '../http/context.ts'
 
 type ColumnRow = typeof columns.$inferSelect
 

@@ -1,8 +1,8 @@
 import { and, asc, isNull, lte, or, sql } from 'drizzle-orm'
+import { systemContext } from '../context.ts'
 import { dataSources, panels } from '../db/schema.ts'
 import type { Deps } from '../deps.ts'
 import { isConflict } from '../errors.ts'
-import type { ServiceContext } from '../http/context.ts'
 import { pruneAccessRecords } from '../modules/audit/audit.service.ts'
 import { recoverInterruptedSyncs, runSync } from '../modules/datasources/datasources.sync.ts'
 import { expireDuePublications } from '../modules/views/views.expiry.ts'
@@ -63,16 +63,4 @@ export async function runDueSyncs(deps: Deps, now: Date = deps.clock.now(), limi
   report.expired = await expireDuePublications((tenantId) => systemContext(deps, tenantId), deps.db, now)
   report.auditPruned = await pruneAccessRecords(deps, now)
   return report
-}
-
-/**
- * The context of work the service does by itself: scoped to one tenant, acting as `system`
- * (so every view owner is notified and change records say who acted).
- */
-export function systemContext(deps: Deps, tenantId: string): ServiceContext {
-  return {
-    ...deps,
-    scope: { tenantId, userId: 'system', isAdmin: true, groups: [] },
-    meta: { requestId: `system-${crypto.randomUUID()}`, source: 'system' },
-  }
 }

@@ -1,9 +1,9 @@
 import { and, desc, eq, gte, lt, type SQL, sql } from 'drizzle-orm'
+import type { ServiceContext } from '../../context.ts'
 import { rowsAffected } from '../../db/client.ts'
 import { type AccessAction, type AccessOutcome, accessRecords } from '../../db/schema.ts'
 import type { Deps } from '../../deps.ts'
 import { forbidden } from '../../errors.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import { dropCachedView } from '../views/views.service.ts'
 import { type AccessPageDto, type ListAccessInput, toAccessDto } from './audit.schemas.ts'
 

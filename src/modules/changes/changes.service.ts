@@ -1,6 +1,6 @@
 import { and, desc, eq, gte, inArray, isNull, type SQL, sql } from 'drizzle-orm'
+import type { ServiceContext } from '../../context.ts'
 import { type ChangeAction, type ChangeEntity, changes, type FieldChanges, panels, views } from '../../db/schema.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { type ChangePageDto, type ListChangesInput, toChangeDto } from './changes.schemas.ts'
 

@@ -1,6 +1,6 @@
 import { and, eq, lt, sql } from 'drizzle-orm'
+import type { ServiceContext } from '../../context.ts'
 import { dataSources, records, syncRuns } from '../../db/schema.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { appendEvents } from '../../rowstore/events.ts'
 import { generationSwitchIdentities } from '../../rowstore/identities.ts'

@@ -2,12 +2,15 @@ import { and, eq, inArray, type SQL, sql } from 'drizzle-orm'
 import { IMPORT_ONLY_MESSAGE } from '../../connectors/registry.ts'
 import { evaluatePath } from '../../connectors/shared/json-path.ts'
 import { PUSH_ONLY_MESSAGE, WebhookConfig, type WebhookEventKind } from '../../connectors/webhook.ts'
+import type { ServiceContext } from '../../context.ts'
+import { systemContext } from '../../context.ts'
 import { dataSources, syncRuns, webhookEvents } from '../../db/schema.ts'
 import type { Deps } from '../../deps.ts'
 import { AppError, conflict, invalid } from '../../errors.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
+import { deleteIdentities, upsertIdentities } from '../../rowstore/identities.ts'
 import { loadPanelPlan } from '../../rowstore/materialise.ts'
+import { loadPanelMembership, membershipStatements } from '../../rowstore/membership.ts'
 import {
   countRemovedKeys,
   deleteStatements,
@@ -16,13 +19,10 @@ import {
   sourceExists,
   upsertStatements,
 } from '../../rowstore/records.ts'
-import { systemContext } from '../../scheduler/run-due-syncs.ts'
-import { changeInsert } from '../changes/changes.service.ts'
-import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import type { DataSourceRow, SyncRunRow } from './datasources.schemas.ts'
 import { unsealConfig } from './datasources.secrets.ts'
 import { beginSync } from './datasources.sync.ts'
-import { type Counts, fail, finish } from './datasources.sync-end.ts'
+import { type Counts, fail, finish, syncWrite } from './datasources.sync-end.ts'
 import { parseEvents, verifySignature, type WebhookEvent } from './datasources.webhooks.parse.ts'
 
 /** The largest webhook body read (413 beyond). */
@@ -198,40 +198,31 @@ async function applyData(ctx: ServiceContext, sourceId: number, events: WebhookE
     ...deleteStatements(source, generation, deletes),
     ...eventIdStatements(ctx, source, events),
   ]
-  const run = (s: SQL) => ctx.db.run(s)
+  const run_ = (s: SQL) => ctx.db.run(s)
   if (snapshot) {
     const expires = new Date(ctx.clock.now().getTime() + SNAPSHOT_LEASE_MS).toISOString()
     await ctx.db.batch([
-      ...statements.map(run),
-      run(sql`UPDATE sync_runs SET rows_read = rows_read + ${all.length} WHERE id = ${snapshot.id}`),
-      run(sql`UPDATE data_sources SET lease_expires_at = ${expires} WHERE id = ${source.id} AND lease_run_id = ${snapshot.id}`),
+      ...statements.map(run_),
+      run_(sql`UPDATE sync_runs SET rows_read = rows_read + ${all.length} WHERE id = ${snapshot.id}`),
+      run_(sql`UPDATE data_sources SET lease_expires_at = ${expires} WHERE id = ${source.id} AND lease_run_id = ${snapshot.id}`),
     ] as unknown as Parameters<typeof ctx.db.batch>[0])
     return
   }
-  const message = `${upserts.length} records written and ${deletes.length} deleted by a webhook delivery`
+  // Outside a snapshot a delivery is one webhook sync run through the one lifecycle: opened, its
+  // rows written with the views' membership step, and finished like an incremental sync.
+  const run = await beginSync(ctx, source, 'webhook')
+  const write = syncWrite(ctx, source, run, now)
+  const membership = membershipStatements(await loadPanelMembership(ctx.db, source.tenantId, source.panelId), write)
+  const upsertKeys = upserts.map((r) => r.key)
   await ctx.db.batch([
-    ...statements.map(run),
-    run(sql`
-      INSERT INTO sync_runs (tenant_id, data_source_id, status, "trigger", generation, started_at, finished_at, duration_ms,
-                             rows_read, rows_written, rows_deleted)
-      SELECT ${source.tenantId}, ${source.id}, 'success', 'webhook', ${generation}, ${now}, ${now}, 0,
-             ${all.length}, ${upserts.length}, ${deletes.length}
-      WHERE ${sourceExists(source.id)}`),
-    run(
-      sql`UPDATE data_sources SET sync_status = 'success', error_message = NULL, last_sync_at = ${now} WHERE id = ${source.id}`,
-    ),
-    changeInsert(ctx, {
-      panelId: source.panelId,
-      entityType: 'DataSource',
-      entityId: source.id,
-      action: 'SYNC',
-      changes: {
-        recordsProcessed: { newValue: upserts.length + deletes.length },
-        syncStatus: { oldValue: source.syncStatus, newValue: 'success' },
-      },
-    }),
-    notifyViewOwners(ctx, { panelId: source.panelId, type: 'DATA_CHANGED', impact: 'info', message }),
+    ...membership.before.map(run_),
+    ...upsertIdentities(write, source.id, generation, upsertKeys).map(run_),
+    ...deleteIdentities(write, source.id, generation, deletes).map(run_),
+    ...statements.map(run_),
+    ...membership.after.map(run_),
   ] as unknown as Parameters<typeof ctx.db.batch>[0])
+  const counts: Counts = { rowsRead: all.length, rowsWritten: upserts.length, rowsDeleted: deletes.length, truncated: [] }
+  await finish(ctx, { source, run, counts, incremental: true }, 0, { notify: true })
 }
 
 const keyText = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v))

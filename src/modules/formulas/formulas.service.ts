@@ -1,4 +1,5 @@
 import { and, asc, eq, sql } from 'drizzle-orm'
+import type { ServiceContext } from '../../context.ts'
 import { columns } from '../../db/schema.ts'
 import { loadFhirPathEngineFor } from '../../engine/fhirpath/engine.ts'
 import {
@@ -12,7 +13,6 @@ import {
   type ValidateResult,
   validateFormula,
 } from '../../engine/formula/index.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import { noteAccess } from '../audit/audit.record.ts'
 import { requirePanel } from '../panels/panels.service.ts'
 import type { PreviewInput, ValidateInput } from './formulas.schemas.ts'

@@ -1,7 +1,7 @@
 import { and, eq, ne, sql } from 'drizzle-orm'
+import type { ServiceContext } from '../../context.ts'
 import { rowsAffected } from '../../db/client.ts'
 import { views } from '../../db/schema.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { prepareViewRows } from '../views/views.query.ts'
 import type { ViewRow } from '../views/views.schemas.ts'

@@ -1,6 +1,6 @@
 import { and, desc, eq, type SQL, sql } from 'drizzle-orm'
+import type { ServiceContext } from '../../context.ts'
 import { type NotificationImpact, type NotificationType, notifications, views } from '../../db/schema.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { sharedAway } from '../views/views.access.sql.ts'
 import type { ListNotificationsInput, MarkReadInput, NotificationPageDto } from './notifications.schemas.ts'

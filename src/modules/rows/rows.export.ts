@@ -1,7 +1,7 @@
 import { and, eq, inArray } from 'drizzle-orm'
+import type { ServiceContext } from '../../context.ts'
 import { columns, type FilterCriterion } from '../../db/schema.ts'
 import { type FieldIssue, forbidden, invalid } from '../../errors.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import { rowBatches } from '../../rowstore/query/run.ts'
 import { noteAccess, streamAccess } from '../audit/audit.record.ts'
 import { prepareViewRows } from '../views/views.query.ts'

@@ -1,4 +1,4 @@
-import type { ServiceContext } from '../../http/context.ts'
+import type { ServiceContext } from '../../context.ts'
 import { type PanelPlan, prepareRows, rowOf } from '../../rowstore/materialise.ts'
 import { type PanelMatch, panelRowsByKey, type UniqueColumn, uniqueKey, uniqueLabel } from './rows.import.match.ts'
 import type { PreparedImport } from './rows.import.prepare.ts'

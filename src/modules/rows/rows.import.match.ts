@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
+import type { ServiceContext } from '../../context.ts'
 import type { Deps } from '../../deps.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import { recomputePanel } from '../../rowstore/materialise.ts'
 import { cellPath } from '../../rowstore/query/filter-sql.ts'
 

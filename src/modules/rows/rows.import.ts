@@ -1,7 +1,7 @@
 import { and, asc, eq, sql } from 'drizzle-orm'
+import type { ServiceContext } from '../../context.ts'
 import { columns } from '../../db/schema.ts'
 import { tooLarge } from '../../errors.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { loadPanelPlan } from '../../rowstore/materialise.ts'
 import { noteAccess } from '../audit/audit.record.ts'

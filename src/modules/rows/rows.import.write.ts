@@ -1,6 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm'
+import type { ServiceContext } from '../../context.ts'
 import type { Deps } from '../../deps.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { contentHashes, insertRowStatements } from '../../rowstore/records.ts'
 

@@ -1,5 +1,5 @@
+import type { ServiceContext } from '../../context.ts'
 import type { CohortRule } from '../../db/schema.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import { type PreparedRows, prepareRows } from '../../rowstore/query/prepare.ts'
 import { queryRowsPage } from '../../rowstore/query/run.ts'
 import { noteAccess } from '../audit/audit.record.ts'

@@ -1,6 +1,6 @@
 import { and, asc, eq, gt, gte } from 'drizzle-orm'
+import type { ServiceContext } from '../../context.ts'
 import { records } from '../../db/schema.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import { noteAccess } from '../audit/audit.record.ts'
 import { requireDataSource } from '../datasources/datasources.service.ts'
 

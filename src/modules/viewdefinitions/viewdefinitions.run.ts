@@ -1,5 +1,5 @@
+import type { ServiceContext } from '../../context.ts'
 import { type Row, rowsOf, ViewRunError } from '../../engine/sof/index.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import { noteAccess, streamedAccess } from '../audit/audit.record.ts'
 import { pushStream } from '../rows/rows.export.stream.ts'
 import { ofPatient, sourceResources } from './viewdefinitions.input.ts'

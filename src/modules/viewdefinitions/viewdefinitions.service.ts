@@ -1,8 +1,8 @@
 import { and, count, desc, eq } from 'drizzle-orm'
+import type { ServiceContext } from '../../context.ts'
 import { viewDefinitions } from '../../db/schema.ts'
 import { prepareView, ViewDefinitionError, type ViewPlan, type ViewRunError } from '../../engine/sof/index.ts'
 import { AppError, notFound } from '../../errors.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { toViewDefinitionDto, type ViewDefinitionRow } from './viewdefinitions.schemas.ts'
 

@@ -1,6 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm'
+import type { ServiceContext } from '../../context.ts'
 import type { views } from '../../db/schema.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
 
 /**

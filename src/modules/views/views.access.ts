@@ -1,4 +1,4 @@
-import type { Scope } from '../../http/context.ts'
+import type { Scope } from '../../context.ts'
 
 /**
  * Who may see a view and what they may do with it (docs/view-sharing.md, issue 12). Pure: the rules

@@ -1,5 +1,4 @@
 import type { SQL } from 'drizzle-orm'
-import type { ServiceContext } from '../../http/context.ts'
 import { appendEvents } from '../../rowstore/events.ts'
 import { toViewDto, type ViewRow } from './views.schemas.ts'
 
@@ -9,7 +8,6 @@ import { toViewDto, type ViewRow } from './views.schemas.ts'
  * the change itself; the caller wakes the feed (`ctx.live.committed`) after it commits.
  */
 export function viewEvent(
-  ctx: ServiceContext,
   type: 'view.updated' | 'view.published' | 'view.deleted',
   row: ViewRow,
   panel: { id: number; name: string },

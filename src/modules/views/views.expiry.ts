@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import type { ServiceContext } from '../../http/context.ts'
+import type { ServiceContext } from '../../context.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { appendEventsFrom } from '../../rowstore/events.ts'
 import { forgetPanel } from '../panels/panels.service.ts'

@@ -1,5 +1,5 @@
+import type { ServiceContext } from '../../context.ts'
 import { AppError } from '../../errors.ts'
-import type { ServiceContext } from '../../http/context.ts'
 
 /**
  * Passwords of password-protected views (issue 12, docs/view-sharing.md). The password is given

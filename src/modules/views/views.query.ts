@@ -1,6 +1,6 @@
+import type { ServiceContext } from '../../context.ts'
 import type { CohortRule } from '../../db/schema.ts'
 import { notFound } from '../../errors.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import { type PreparedRows, prepareRows, type RowParams, type RowSource } from '../../rowstore/query/prepare.ts'
 import type { Row } from '../../rowstore/query/row-shape.ts'
 import { type RowBatchOptions, rowBatches } from '../../rowstore/query/run.ts'

@@ -1,5 +1,5 @@
+import type { ServiceContext } from '../../context.ts'
 import type { FilterCriterion, SortCriterion } from '../../db/schema.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import type { FilterRecordDto, PutFiltersInput, PutSortsInput, SortRecordDto } from './views.criteria.schemas.ts'
 import { loadViewFor, loadVisibleView, updateViewContent } from './views.service.ts'
 

@@ -1,5 +1,5 @@
+import type { ServiceContext } from '../../context.ts'
 import { forbidden } from '../../errors.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import { loadPanelColumns } from '../../rowstore/query/columns.ts'
 import type { RowSource } from '../../rowstore/query/prepare.ts'
 import { visibleColumns } from '../../rowstore/query/row-shape.ts'

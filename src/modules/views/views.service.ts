@@ -1,10 +1,10 @@
 import { and, desc, eq, isNull, or, type SQL, sql } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
 import type { Cache } from '../../cache/cache.ts'
+import type { ServiceContext } from '../../context.ts'
 import { insertedId } from '../../db/client.ts'
 import { type ChangeAction, type FieldChanges, panels, views } from '../../db/schema.ts'
 import { notFound, permissionDenied } from '../../errors.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { viewEvaluationStatements } from '../../rowstore/membership.ts'
 import { changeInsert, createdFields, diffFields } from '../changes/changes.service.ts'
@@ -124,7 +124,7 @@ export async function saveView(ctx: ServiceContext, view: LoadedView, patch: Par
       .where(ofTenant(ctx, row.id))
       .returning(),
     ...membership.map((q) => ctx.db.run(q)),
-    ...viewEvent(ctx, type, { ...row, ...patch, updatedAt: at }, view.panel, at, exists).map((q) => ctx.db.run(q)),
+    ...viewEvent(type, { ...row, ...patch, updatedAt: at }, view.panel, at, exists).map((q) => ctx.db.run(q)),
     changeInsert(ctx, {
       panelId: row.panelId,
       entityType: 'View',
@@ -298,7 +298,7 @@ export async function updateView(ctx: ServiceContext, id: number, input: UpdateV
 export async function deleteView(ctx: ServiceContext, id: number): Promise<void> {
   const { row, panel } = await loadViewFor(ctx, id, 'delete', 'delete the view')
   const at = isoNow(ctx.clock)
-  const deleted = viewEvent(ctx, 'view.deleted', row, panel, at, sql`EXISTS (SELECT 1 FROM views WHERE id = ${id})`)
+  const deleted = viewEvent('view.deleted', row, panel, at, sql`EXISTS (SELECT 1 FROM views WHERE id = ${id})`)
   await ctx.db.batch([
     ...deleted.map((q) => ctx.db.run(q)),
     ctx.db.delete(views).where(ofTenant(ctx, id)),

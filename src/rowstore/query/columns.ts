@@ -1,9 +1,9 @@
 import { and, asc, eq } from 'drizzle-orm'
+import type { ServiceContext } from '../../context.ts'
 import { columns } from '../../db/schema.ts'
 import { type CellKind, kindOf } from '../../engine/cells/coerce.ts'
 import type { ColumnLookup, ColumnRef } from '../../engine/filters/resolve.ts'
 import { analyzeFormula } from '../../engine/formula/index.ts'
-import type { ServiceContext } from '../../http/context.ts'
 
 type ColumnRow = Pick<typeof columns.$inferSelect, 'id' | 'name' | 'type' | 'columnType' | 'formula'>
 

@@ -1,4 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
+import type { ServiceContext } from '../../context.ts'
 import type { CohortRule, FilterCriterion, views } from '../../db/schema.ts'
 import type { AggregateFunction } from '../../engine/filters/kinds.ts'
 import {
@@ -10,7 +11,6 @@ import {
   resolveFilters,
 } from '../../engine/filters/resolve.ts'
 import { invalid } from '../../errors.ts'
-import type { ServiceContext } from '../../http/context.ts'
 import type { AggregateSpec } from './aggregate.ts'
 import { loadPanelColumns } from './columns.ts'
 import { filterSql, searchSql } from './filter-sql.ts'

@@ -1,5 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
-import type { ServiceContext } from '../../http/context.ts'
+import type { ServiceContext } from '../../context.ts'
 import {
   type AggregateSpec,
   decodeAggregate,

@@ -1,6 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm'
 import { SQLiteSyncDialect } from 'drizzle-orm/sqlite-core'
-import type { ServiceContext } from '../../http/context.ts'
+import type { ServiceContext } from '../../context.ts'
 import { contentHashes } from '../records.ts'
 
 /**
