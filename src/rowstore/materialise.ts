@@ -13,6 +13,9 @@ import {
 } from '../engine/cells/materialise.ts'
 import { loadFhirPathEngineFor } from '../engine/fhirpath/engine.ts'
 import { compileFormula, evaluationOrder, formulaFhirPaths } from '../engine/formula/index.ts'
+import type { LiveBus } from '../live/bus.ts'
+import { recordIdentities } from './identities.ts'
+import { loadPanelMembership, membershipStatements, type RowWrite, resetStatements, writeToken } from './membership.ts'
 
 type ColumnRow = typeof columns.$inferSelect
 
@@ -102,10 +105,16 @@ export async function recomputePanel(
   panelId: number,
   now: () => Date,
   stop?: AbortSignal,
+  live?: LiveBus,
 ): Promise<number> {
   let written = 0
   for (;;) {
     const plan = await loadPanelPlan(db, tenantId, panelId)
+    // Views whose columns or query changed are evaluated once at the end, not moved batch by batch
+    // (a new column is a change of the view, not of each of its rows).
+    const loaded = await loadPanelMembership(db, tenantId, panelId)
+    const redefined = loaded.views.filter((v) => v.storedKey !== null && v.storedKey !== v.key)
+    const membership = { ...loaded, views: loaded.views.filter((v) => !redefined.includes(v)) }
     let after = 0
     for (;;) {
       if (stop?.aborted) return written
@@ -132,13 +141,36 @@ export async function recomputePanel(
         if (cells !== r.cells || errors !== r.errors) changed.push([r.id, row.cells, row.errors.length > 0 ? row.errors : null])
       }
       if (changed.length === 0) continue
+      // The rewritten rows move the views' membership in the same batch (cause: recompute).
+      const write: RowWrite = {
+        tenantId,
+        panelId,
+        actorId: 'system',
+        cause: 'recompute',
+        eventKey: `recompute:${plan.version}:${after}`,
+        token: writeToken(),
+        at: at.toISOString(),
+      }
+      const moves = membershipStatements(membership, write)
+      const ids = changed.map((c) => (c as [number])[0])
       // `+records.tenant_id` keeps SQLite from driving the update by the tenant index (a scan of
       // every tenant row per payload row); the row ids come from a tenant-scoped read anyway.
-      await db.run(sql`
-        UPDATE records SET cells = j.value -> 1, errors = nullif(j.value -> 2, 'null'), cells_version = ${plan.version}
-        FROM json_each(${JSON.stringify(changed)}) j
-        WHERE records.id = j.value ->> 0 AND +records.tenant_id = ${tenantId}`)
+      await db.batch([
+        ...[...moves.before, ...recordIdentities(write, ids)].map((q) => db.run(q)),
+        db.run(sql`
+          UPDATE records SET cells = j.value -> 1, errors = nullif(j.value -> 2, 'null'), cells_version = ${plan.version}
+          FROM json_each(${JSON.stringify(changed)}) j
+          WHERE records.id = j.value ->> 0 AND +records.tenant_id = ${tenantId}`),
+        ...moves.after.map((q) => db.run(q)),
+      ] as unknown as Parameters<typeof db.batch>[0])
+      live?.committed(tenantId)
+      membership.views = membership.views.map((v) => (v.where ? { ...v, storedKey: v.key } : v))
       written += changed.length
+    }
+    const resets = redefined.flatMap((v) => resetStatements(loaded, v, { at: now().toISOString() }))
+    if (resets.length > 0) {
+      await db.batch(resets.map((q) => db.run(q)) as unknown as Parameters<typeof db.batch>[0])
+      live?.committed(tenantId)
     }
     const done = await db.run(sql`
       UPDATE panels SET materialised_version = ${plan.version}
@@ -161,7 +193,7 @@ export async function recomputeAfterColumnChange(ctx: ServiceContext, panelId: n
   const [{ n }] = await ctx.db.all<{ n: number }>(
     sql`SELECT count(*) AS n FROM records WHERE tenant_id = ${ctx.scope.tenantId} AND panel_id = ${panelId}`,
   )
-  const run = () => recomputePanel(ctx.db, ctx.scope.tenantId, panelId, () => ctx.clock.now(), ctx.stopping)
+  const run = () => recomputePanel(ctx.db, ctx.scope.tenantId, panelId, () => ctx.clock.now(), ctx.stopping, ctx.live)
   if (Number(n) <= INLINE_RECOMPUTE_LIMIT) {
     await run()
     return
@@ -176,7 +208,9 @@ export async function recomputeStalePanels(deps: Deps, limit = 5): Promise<numbe
     WHERE deleted_at IS NULL AND materialised_version <> columns_version
     LIMIT ${limit}`)
   let rows = 0
-  for (const p of stale) rows += await recomputePanel(deps.db, p.tenant_id, p.id, () => deps.clock.now(), deps.stopping)
+  for (const p of stale) {
+    rows += await recomputePanel(deps.db, p.tenant_id, p.id, () => deps.clock.now(), deps.stopping, deps.live)
+  }
   return rows
 }
 

@@ -144,19 +144,23 @@ export async function loadPanelMembership(
 }
 
 /**
- * Statements of one write's membership step, around its data statements in the same batch:
- * `before` brings any view whose row query changed up to date with the rows as they were (so the
- * write's own moves still count); `after` finds each view's moves among the write's identities,
- * then writes the `row.*` and `panel.rows_changed` events, the notices and the new membership, and
- * clears the scratch rows.
+ * Statements of one write's membership step, around its data statements in the same batch. A
+ * view never evaluated (created before the feed existed) is evaluated first, with the rows as they
+ * were, so the write's own moves still count. A view whose row query or columns changed since its
+ * last evaluation is evaluated afresh after the write instead (no `row.*` events for it, one
+ * `view.updated`): a new column is a change of the view, not of every row. Every other view's
+ * moves among the write's identities follow; then the `row.*` and `panel.rows_changed` events,
+ * the notices and the new membership; last, the scratch rows go.
  */
 export function membershipStatements(membership: PanelMembership, write: RowWrite): { before: SQL[]; after: SQL[] } {
   const before: SQL[] = []
   const after: SQL[] = []
+  const changed: SQL[] = []
   for (const view of membership.views) {
     if (!view.where) continue
-    if (view.storedKey !== view.key) before.push(...resetStatements(membership, view, write))
-    after.push(...moveStatements(membership, view, write))
+    if (view.storedKey === null) before.push(...resetStatements(membership, view, write))
+    if (view.storedKey === null || view.storedKey === view.key) after.push(...moveStatements(membership, view, write))
+    else changed.push(...resetStatements(membership, view, write))
   }
   after.push(
     ...rowEventStatements(write),
@@ -164,7 +168,7 @@ export function membershipStatements(membership: PanelMembership, write: RowWrit
     ...memberUpdateStatements(write),
     ...panelEventStatements(write),
   )
-  after.push(sql`DELETE FROM pending_changes WHERE token = ${write.token}`)
+  after.push(...changed, sql`DELETE FROM pending_changes WHERE token = ${write.token}`)
   return { before, after }
 }
 

@@ -7,6 +7,8 @@ import { AppError, invalid, notFound } from '../../errors.ts'
 import { issuesToDetails } from '../../http/errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { noFileStoreMessage } from '../../lib/files.ts'
+import { sourceRemovalIdentities } from '../../rowstore/identities.ts'
+import { loadPanelMembership, membershipStatements, type RowWrite, writeToken } from '../../rowstore/membership.ts'
 import { changeInsert, createdFields } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import { requirePanel } from '../panels/panels.service.ts'
@@ -188,7 +190,20 @@ export async function updateDataSource(
 export async function deleteDataSource(ctx: ServiceContext, id: number, at: SourceAddress = {}): Promise<void> {
   const before = await requireDataSource(ctx, id, at)
   const tenant = ctx.scope.tenantId
+  // Its rows leave every view they were in (row.left, panel.rows_changed), in the same batch.
+  const write: RowWrite = {
+    tenantId: tenant,
+    panelId: before.panelId,
+    actorId: ctx.scope.userId,
+    cause: 'delete',
+    eventKey: `delete:${id}`,
+    token: writeToken(),
+    at: isoNow(ctx.clock),
+    dataSourceId: id,
+  }
+  const membership = membershipStatements(await loadPanelMembership(ctx.db, tenant, before.panelId), write)
   await ctx.db.batch([
+    ...[...membership.before, ...sourceRemovalIdentities(write, id)].map((q) => ctx.db.run(q)),
     ctx.db
       .update(columns)
       .set({ dataSourceId: null, updatedAt: isoNow(ctx.clock) })
@@ -204,7 +219,9 @@ export async function deleteDataSource(ctx: ServiceContext, id: number, at: Sour
       action: 'DELETE',
       changes: { type: { oldValue: before.type }, config: { oldValue: await maskConfig(ctx.secrets, before.config) } },
     }),
-  ])
+    ...membership.after.map((q) => ctx.db.run(q)),
+  ] as unknown as Parameters<typeof ctx.db.batch>[0])
+  ctx.live.committed(tenant)
 }
 
 const toSyncResult = async (ctx: ServiceContext, o: SyncOutcome): Promise<SyncResultDto> => ({

@@ -3,11 +3,12 @@ import type { ServiceContext } from '../../context.ts'
 import { columns } from '../../db/schema.ts'
 import { tooLarge } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
+import { recordIdentities, upsertIdentities } from '../../rowstore/identities.ts'
 import { loadPanelPlan } from '../../rowstore/materialise.ts'
+import { loadPanelMembership, membershipStatements, type RowWrite, writeToken } from '../../rowstore/membership.ts'
 import { noteAccess } from '../audit/audit.record.ts'
 import { changeInsert } from '../changes/changes.service.ts'
 import { createBaseColumn } from '../columns/columns.service.ts'
-import { notifyViewMembershipChanges, snapshotViewMembership } from '../notifications/notifications.membership.ts'
 import { requirePanel } from '../panels/panels.service.ts'
 import { decideImport } from './rows.import.decide.ts'
 import { ensureCurrentCells } from './rows.import.match.ts'
@@ -16,14 +17,7 @@ import { checkSourceFields, prepareImport } from './rows.import.prepare.ts'
 import type { ImportInput } from './rows.import.request.ts'
 import { mapRows } from './rows.import.rows.ts'
 import type { ImportReportDto, ImportRowErrorDto } from './rows.import.schemas.ts'
-import {
-  ensureImportSource,
-  type ImportSource,
-  idsByKey,
-  insertStatements,
-  type StoredRow,
-  updateStatements,
-} from './rows.import.write.ts'
+import { ensureImportSource, insertStatements, updateStatements } from './rows.import.write.ts'
 
 /**
  * `POST /api/panels/{panelId}/import` (DATA-ENGINE: import; docs/import-export.md). The whole file
@@ -84,13 +78,19 @@ async function runImport(
   const plan = await loadPanelPlan(ctx.db, ctx.scope.tenantId, panelId)
   const { inserts, updates, imported, updated } = await decideImport(ctx, prepared, source, plan, mapped, now, errors)
   if (inserts.length + updates.length === 0) return finish(report, source.id, created)
-  const before = await snapshotViewMembership(
-    ctx,
-    panelId,
-    updates.map((u) => u.id),
-  )
-
   const at = isoNow(ctx.clock)
+  const write: RowWrite = {
+    tenantId: ctx.scope.tenantId,
+    panelId,
+    actorId: ctx.scope.userId,
+    cause: 'import',
+    eventKey: `import:${crypto.randomUUID()}`,
+    token: writeToken(),
+    at,
+    dataSourceId: source.id,
+  }
+  const membership = membershipStatements(await loadPanelMembership(ctx.db, ctx.scope.tenantId, panelId), write)
+  const insertKeys = inserts.map((r) => r.key)
   const scope = { tenantId: ctx.scope.tenantId, panelId }
   const summary = {
     format: input.config.format,
@@ -99,6 +99,12 @@ async function runImport(
     rowsUpdated: updated,
   }
   await ctx.db.batch([
+    ...membership.before.map((q) => ctx.db.run(q)),
+    ...upsertIdentities(write, source.id, source.generation, insertKeys).map((q) => ctx.db.run(q)),
+    ...recordIdentities(
+      write,
+      updates.map((u) => u.id),
+    ).map((q) => ctx.db.run(q)),
     ctx.db.run(sql`
       UPDATE data_sources SET sync_status = 'success', error_message = NULL, last_sync_at = ${at}, updated_at = ${at}
       WHERE id = ${source.id} AND tenant_id = ${ctx.scope.tenantId}`),
@@ -111,11 +117,11 @@ async function runImport(
       action: 'UPDATE',
       changes: { import: { newValue: { ...summary, rowsRejected: rows.length - imported - updated } } },
     }),
-  ])
+    ...membership.after.map((q) => ctx.db.run(q)),
+  ] as unknown as Parameters<typeof ctx.db.batch>[0])
+  ctx.live.committed(ctx.scope.tenantId)
   report.rowsImported = imported
   report.rowsUpdated = updated
-  const ids = await writtenIds(ctx, source, inserts, updates)
-  await notifyViewMembershipChanges(ctx, panelId, before, `import:${crypto.randomUUID()}`, { ids, cause: 'import' })
   return finish(report, source.id, created)
 }
 
@@ -133,16 +139,3 @@ const columnsOf = (ctx: ServiceContext, panelId: number) =>
     .from(columns)
     .where(and(eq(columns.tenantId, ctx.scope.tenantId), eq(columns.panelId, panelId)))
     .orderBy(asc(columns.id))
-
-/** Ids of the records an import wrote (inserted ones found by key). */
-async function writtenIds(ctx: ServiceContext, source: ImportSource, inserts: StoredRow[], updates: { id: number }[]) {
-  const ids = updates.map((u) => u.id)
-  ids.push(
-    ...(await idsByKey(
-      ctx.db,
-      source,
-      inserts.map((r) => r.key),
-    )),
-  )
-  return ids
-}

@@ -62,18 +62,6 @@ export async function findImportSource(db: Db, tenantId: string, panelId: number
   return row ? { id: Number(row.id), generation: Number(row.generation) } : undefined
 }
 
-/** Ids of import records by key. */
-export async function idsByKey(db: Db, source: ImportSource, keys: string[]): Promise<number[]> {
-  const ids: number[] = []
-  for (let i = 0; i < keys.length; i += KEYS_PER_LOOKUP) {
-    const rows = await db.all<{ id: number }>(sql`
-      SELECT r.id FROM json_each(${JSON.stringify(keys.slice(i, i + KEYS_PER_LOOKUP))}) j
-      CROSS JOIN records r ON r.data_source_id = ${source.id} AND r.generation = ${source.generation} AND r.key = j.value`)
-    for (const r of rows) ids.push(Number(r.id))
-  }
-  return ids
-}
-
 /**
  * Keys for rows without uniqueFields: the SHA-256 of the content, made free by freeKeys, so every
  * row is a new record.
