@@ -1,0 +1,122 @@
+/**
+ * The sync part of `npm run bench:live` (live-feed issue): the same two syncs, each in its own
+ * process on a fresh libSQL file, from two builds in one run — this checkout ("after") and the
+ * commit before the row store and change feed ("before", BENCH_BASELINE, default 94d2a17) — so
+ * their ratio is measured on the same machine at the same time. Rounds alternate the builds.
+ *   no moves: a 100,000-row resync that moves no row in or out of any of three views (goal: after
+ *             ≤ 1.10 × before)
+ *   10k moves: a resync in which 10,000 rows cross a view's filter (after: their events written)
+ */
+import { execFileSync, spawn } from 'node:child_process'
+import { copyFileSync, createWriteStream, existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { build } from 'esbuild'
+
+const root = new URL('..', import.meta.url).pathname
+const BASELINE = process.env.BENCH_BASELINE ?? '94d2a17'
+const ROWS = Number(process.env.BENCH_LIVE_ROWS ?? 100_000)
+const ROUNDS = Number(process.env.BENCH_LIVE_ROUNDS ?? 3)
+
+interface CaseResult {
+  nochange: number
+  moves: number
+  rowEvents: number | null
+  peakRssMiB: number
+}
+
+export async function runSyncBench(): Promise<string[]> {
+  const work = mkdtempSync(join(tmpdir(), 'panels-bench-live-'))
+  try {
+    const tree = join(work, 'baseline')
+    execFileSync('git', ['-C', root, 'worktree', 'add', '--detach', '--quiet', tree, BASELINE])
+    try {
+      symlinkSync(join(root, 'node_modules'), join(tree, 'node_modules'))
+      copyFileSync(join(root, 'bench/live-sync-case.ts'), join(tree, 'bench/live-sync-case.ts'))
+      // Bundles sit under dist/ so the externals (@libsql/client, …) resolve from this checkout.
+      const out = join(root, 'dist/bench')
+      const bundles = { before: await bundle(tree, out, 'live-before'), after: await bundle(root, out, 'live-after') }
+      // File sources name their file relative to FILES_DIR (the work folder).
+      const same = 'same.csv'
+      const moved = 'moved.csv'
+      await writeCsv(join(work, same), ROWS, false)
+      await writeCsv(join(work, moved), ROWS, true)
+      const results: Record<'before' | 'after', CaseResult[]> = { before: [], after: [] }
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const which of round % 2 === 0 ? (['before', 'after'] as const) : (['after', 'before'] as const)) {
+          results[which].push(await runCase(bundles[which], work, `${which}-${round}`, same, moved))
+        }
+      }
+      const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
+      const b = { nochange: median(results.before.map((r) => r.nochange)), moves: median(results.before.map((r) => r.moves)) }
+      const a = { nochange: median(results.after.map((r) => r.nochange)), moves: median(results.after.map((r) => r.moves)) }
+      const events = results.after[0].rowEvents
+      const ratio = a.nochange / b.nochange
+      return [
+        `| sync of ${ROWS.toLocaleString('en')} rows, 3 views (median of ${ROUNDS}) | before (${BASELINE}) s | after s | after / before | goal |`,
+        '|---|---|---|---|---|',
+        `| no row moves in or out of any view | ${b.nochange.toFixed(2)} | ${a.nochange.toFixed(2)} | ${ratio.toFixed(2)} | ≤ 1.10: ${ratio <= 1.1 ? 'pass' : 'FAIL'} |`,
+        `| 10,000 rows cross a view's filter | ${b.moves.toFixed(2)} | ${a.moves.toFixed(2)} | ${(a.moves / b.moves).toFixed(2)} | ${events ?? 0} row events written in the same run |`,
+      ]
+    } finally {
+      execFileSync('git', ['-C', root, 'worktree', 'remove', '--force', tree])
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true })
+  }
+}
+
+async function bundle(tree: string, out: string, name: string): Promise<string> {
+  const outfile = join(out, `${name}.mjs`)
+  await build({
+    entryPoints: [join(tree, 'bench/live-sync-case.ts')],
+    outfile,
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    external: ['@libsql/client', 'exceljs', 'pdfkit', 'postgres'],
+    nodePaths: [join(root, 'node_modules')],
+    banner: {
+      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+    },
+    logLevel: 'warning',
+  })
+  if (!existsSync(outfile)) throw new Error(`no bundle for ${name}`)
+  return outfile
+}
+
+/** The rows of bench:sync's CSV; with `moved`, every 10th row's hba1c crosses 9 (in or out of the first view). */
+async function writeCsv(path: string, rows: number, moved: boolean) {
+  const out = createWriteStream(path)
+  const write = (s: string) => (out.write(s) ? undefined : new Promise<void>((r) => out.once('drain', () => r())))
+  await write('id,family,given,gender,birthDate,city,postalCode,mrn,hba1c,lastVisit\n')
+  const families = ['Smith', 'Jones', 'Garcia', 'Müller', 'Rossi', 'Nguyen', 'Kowalski', "O'Brien"]
+  const cities = ['Leeds', 'Lyon', 'Porto', 'Gent', 'Bergen']
+  for (let i = 0; i < rows; i++) {
+    let hba1c = 5 + (i % 70) / 10
+    if (moved && i % 10 === 0) hba1c = hba1c >= 9 ? 5 : 9.5
+    await write(
+      `p${i},${families[i % 8]},Given${i % 997},${i % 2 ? 'female' : 'male'},19${40 + (i % 60)}-0${1 + (i % 9)}-1${i % 10},${cities[i % 5]},${10000 + (i % 89999)},MRN${1_000_000 + i},${hba1c.toFixed(1)},2026-0${1 + (i % 9)}-2${i % 10}\n`,
+    )
+  }
+  await new Promise<void>((resolve) => out.end(() => resolve()))
+}
+
+function runCase(bundlePath: string, dir: string, name: string, same: string, moved: string): Promise<CaseResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bundlePath, dir, name, same, moved], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    let out = ''
+    child.stdout.on('data', (d) => {
+      out += d
+    })
+    child.on('error', reject)
+    child.on('exit', (code) => {
+      if (code !== 0) return reject(new Error(`${name} exited with ${code}`))
+      resolve(JSON.parse(out.trim().split('\n').at(-1) ?? '{}'))
+    })
+  })
+}
