@@ -76,6 +76,10 @@ describe('parseConfig defaults', () => {
       SHUTDOWN_TIMEOUT_SECONDS: '30',
       LOG_LEVEL: 'debug',
       AUDIT_RETENTION_DAYS: '30',
+      EVENTS_RETENTION_DAYS: '3',
+      EVENTS_RETENTION_MAX: '500',
+      EVENTS_POLL_INTERVAL_MS: '250',
+      EVENTS_PING_INTERVAL_MS: '100',
     })
     expect(config).toMatchObject({
       port: 8080,
@@ -92,6 +96,7 @@ describe('parseConfig defaults', () => {
       shutdownTimeoutMs: 30_000,
       logLevel: 'debug',
       audit: { retentionDays: 30, reads: true },
+      events: { retentionDays: 3, retentionMax: 500, pollIntervalMs: 250, pingIntervalMs: 100 },
     })
     expect(config.rateLimits.panels).toEqual({ limit: 5, windowSeconds: 10 })
   })
