@@ -8,6 +8,7 @@ import { requestFrame } from './http/frame.ts'
 import { auditRouter } from './modules/audit/audit.routes.ts'
 import { changesRouter } from './modules/changes/changes.routes.ts'
 import { columnsRouter } from './modules/columns/columns.routes.ts'
+import { eventsRouter } from './modules/events/events.routes.ts'
 import { datasourcesRouter } from './modules/datasources/datasources.routes.ts'
 import { webhooksRouter } from './modules/datasources/webhooks.routes.ts'
 import { formulasRouter } from './modules/formulas/formulas.routes.ts'
@@ -59,6 +60,7 @@ export function createApp(makeDeps: MakeDeps) {
   app.route('/api', exportRouter)
   app.route('/api', auditRouter)
   app.route('/api', viewDefinitionsRouter)
+  app.route('/api', eventsRouter)
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'Bearer', {
     type: 'http',

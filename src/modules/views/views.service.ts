@@ -12,6 +12,7 @@ import { findPanel, forgetPanel, requirePanel } from '../panels/panels.service.t
 import { sharedAway } from './views.access.sql.ts'
 import { isLive, publishConfigOf, type ViewAccess, type ViewPermission, viewAccess } from './views.access.ts'
 import { viewKey } from './views.cache.ts'
+import { viewEvent } from './views.events.ts'
 import { expirePublication } from './views.expiry.ts'
 import { requireViewPassword } from './views.password.ts'
 import {
@@ -110,10 +111,17 @@ export interface ViewWrite {
  */
 export async function saveView(ctx: ServiceContext, view: LoadedView, patch: Partial<ViewRow>, write: ViewWrite) {
   const { row } = view
+  const updatedAt = isoNow(ctx.clock)
+  const event = viewEvent(
+    ctx,
+    write.action === 'PUBLISH' ? 'view.published' : 'view.updated',
+    { ...row, ...patch, updatedAt },
+    view.panel,
+  )
   const [[updated]] = await ctx.db.batch([
     ctx.db
       .update(views)
-      .set({ ...patch, updatedAt: isoNow(ctx.clock) })
+      .set({ ...patch, updatedAt })
       .where(ofTenant(ctx, row.id))
       .returning(),
     changeInsert(ctx, {
@@ -125,7 +133,9 @@ export async function saveView(ctx: ServiceContext, view: LoadedView, patch: Par
     }),
     ...(write.notice ? [notifyTenantUsers(ctx, { ...write.notice, viewId: row.id })] : []),
     ...(write.also ?? []),
+    ...event.map((e) => ctx.db.run(e)),
   ])
+  ctx.live.committed(ctx.scope.tenantId)
   await ctx.cache.del(ctx.scope.tenantId, viewKey(row.id))
   if (!updated) throw notFound('View', row.id, ctx.scope.tenantId)
   return updated as ViewRow
@@ -297,7 +307,9 @@ export async function deleteView(ctx: ServiceContext, id: number): Promise<void>
       action: 'DELETE',
       changes: { name: { oldValue: row.name }, isPublished: { oldValue: row.isPublished } },
     }),
+    ...viewEvent(ctx, 'view.deleted', row, panel).map((e) => ctx.db.run(e)),
   ])
+  ctx.live.committed(ctx.scope.tenantId)
   await ctx.cache.del(ctx.scope.tenantId, viewKey(id))
   const owner = await findPanel(ctx, panel.id)
   if (owner?.defaultViewId === id) await forgetPanel(ctx, owner)
