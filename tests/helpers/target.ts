@@ -45,6 +45,7 @@ export const SKIP = {
   workersXlsx:
     'xlsx needs exceljs, which the Workers bundle leaves out (400 naming the runtime); on Deno the xlsx import answers 400 (not yet diagnosed)',
   workersPdf: 'PDF export needs pdfkit, which the Workers bundle leaves out (400 naming the runtime)',
+  feedState: "reads the in-process change feed's state (its open streams) and stops the in-process deps",
   workersHeaders: 'BUG: workerd answers one prepared response header fewer than Node on the same routes',
 } as const
 

@@ -112,10 +112,10 @@ export async function openStream(t: TestApp, c: TestClient, path: string, header
   let buffer = ''
   let ended = false
   let waiter: (() => void) | undefined
-  const reader = res.body?.getReader()
+  const reader = res.status === 200 ? res.body?.getReader() : undefined
   const decoder = new TextDecoder()
   const pump = (async () => {
-    if (!reader || res.status !== 200) return
+    if (!reader) return
     try {
       for (;;) {
         const { done, value } = await reader.read()
