@@ -49,6 +49,7 @@ describe('parseConfig defaults', () => {
       shutdownTimeoutMs: 10_000,
       logLevel: 'info',
       audit: { retentionDays: 2190, reads: true },
+      events: { retentionDays: 7, retentionMax: 1_000_000, pollIntervalMs: 1000, pingIntervalMs: 15_000 },
     })
   })
 
