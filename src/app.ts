@@ -10,6 +10,7 @@ import { changesRouter } from './modules/changes/changes.routes.ts'
 import { columnsRouter } from './modules/columns/columns.routes.ts'
 import { datasourcesRouter } from './modules/datasources/datasources.routes.ts'
 import { webhooksRouter } from './modules/datasources/webhooks.routes.ts'
+import { eventsRouter } from './modules/events/events.routes.ts'
 import { formulasRouter } from './modules/formulas/formulas.routes.ts'
 import { healthRouter } from './modules/health/health.routes.ts'
 import { notificationsRouter } from './modules/notifications/notifications.routes.ts'
@@ -59,6 +60,7 @@ export function createApp(makeDeps: MakeDeps) {
   app.route('/api', exportRouter)
   app.route('/api', auditRouter)
   app.route('/api', viewDefinitionsRouter)
+  app.route('/api', eventsRouter)
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'Bearer', {
     type: 'http',

@@ -62,6 +62,10 @@ const ConfigSchema = z
     SHUTDOWN_TIMEOUT_SECONDS: int(10, 1, 3_600),
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).optional().default('info'),
     AUDIT_RETENTION_DAYS: int(2190, 1, 36_500),
+    EVENTS_RETENTION_DAYS: int(7, 1, 36_500),
+    EVENTS_RETENTION_MAX: int(1_000_000, 1, 1_000_000_000),
+    EVENTS_POLL_INTERVAL_MS: int(1000, 10, 1000),
+    EVENTS_PING_INTERVAL_MS: int(15_000, 50, 3_600_000),
   })
   .superRefine(
     (env, ctx) => {
@@ -143,6 +147,11 @@ export interface Config {
    * the audit's cost beside a baseline in the same run.
    */
   audit: { retentionDays: number; reads: boolean }
+  /**
+   * The change feed's readers (docs/live.md): retention per tenant (days and count), how often a
+   * stream reads the log without a wake-up (≤ 1 s), and the interval of the `: ping` comment.
+   */
+  events: { retentionDays: number; retentionMax: number; pollIntervalMs: number; pingIntervalMs: number }
 }
 
 /** Thrown by parseConfig; `issues` names each bad variable. */
@@ -199,5 +208,11 @@ export function parseConfig(env: EnvRecord): Config {
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_SECONDS * 1000,
     logLevel: e.LOG_LEVEL,
     audit: { retentionDays: e.AUDIT_RETENTION_DAYS, reads: true },
+    events: {
+      retentionDays: e.EVENTS_RETENTION_DAYS,
+      retentionMax: e.EVENTS_RETENTION_MAX,
+      pollIntervalMs: e.EVENTS_POLL_INTERVAL_MS,
+      pingIntervalMs: e.EVENTS_PING_INTERVAL_MS,
+    },
   }
 }

@@ -90,16 +90,19 @@ export async function buildDeps(config: Config, p: Primitives): Promise<Deps> {
   const now = () => clock.now().getTime()
   const cache = createCache(p.storage, { defaultTtl: config.cacheTtlSeconds, now })
   const log = p.log ?? createLogger(config.logLevel)
+  const live = p.live ?? createLocalBus()
   const waitUntil = p.waitUntil
   const background = waitUntil ? undefined : trackBackgroundWork(log)
   async function settle({ until = Date.now() + config.shutdownTimeoutMs } = {}) {
+    // A stop ends the event streams first: they would hold their connections (and their access
+    // records, deferred work) until the deadline; clients resume elsewhere with Last-Event-ID.
+    await live.close()
     if (!background || background.pending() === 0) return
     // Most of the time to finish; the last fifth (at most 2 s) for what is left to hand back.
     const left = Math.max(0, until - Date.now())
     const graceMs = Math.min(2_000, Math.floor(left / 5))
     log.info('background work settled', { ...(await background.settle({ waitMs: left - graceMs, graceMs })) })
   }
-  const live = p.live ?? createLocalBus()
   const defer: Defer = waitUntil
     ? (work: Promise<unknown>, job: BackgroundJob) =>
         waitUntil(work.catch((err) => log.error('background work failed', { ...job, error: (err as Error)?.message })))

@@ -14,6 +14,7 @@ export type ErrorCode =
   | 'VIEW_PASSWORD_INVALID'
   | 'NOT_FOUND'
   | 'CONFLICT'
+  | 'CURSOR_EXPIRED'
   | 'PAYLOAD_TOO_LARGE'
   | 'UNSUPPORTED_MEDIA_TYPE'
   | 'RATE_LIMITED'
@@ -35,6 +36,7 @@ const STATUS: Record<ErrorCode, number> = {
   VIEW_PASSWORD_INVALID: 403,
   NOT_FOUND: 404,
   CONFLICT: 409,
+  CURSOR_EXPIRED: 410,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
@@ -56,6 +58,7 @@ const TITLE: Partial<Record<ErrorCode, string>> = {
   VIEW_PASSWORD_REQUIRED: 'Forbidden',
   VIEW_PASSWORD_INVALID: 'Forbidden',
   CONFLICT: 'Conflict',
+  CURSOR_EXPIRED: 'Gone',
   PAYLOAD_TOO_LARGE: 'Payload Too Large',
   UNSUPPORTED_MEDIA_TYPE: 'Unsupported Media Type',
   RATE_LIMITED: 'Too Many Requests',

@@ -49,6 +49,7 @@ describe('parseConfig defaults', () => {
       shutdownTimeoutMs: 10_000,
       logLevel: 'info',
       audit: { retentionDays: 2190, reads: true },
+      events: { retentionDays: 7, retentionMax: 1_000_000, pollIntervalMs: 1000, pingIntervalMs: 15_000 },
     })
   })
 
@@ -76,6 +77,10 @@ describe('parseConfig defaults', () => {
       SHUTDOWN_TIMEOUT_SECONDS: '30',
       LOG_LEVEL: 'debug',
       AUDIT_RETENTION_DAYS: '30',
+      EVENTS_RETENTION_DAYS: '3',
+      EVENTS_RETENTION_MAX: '500',
+      EVENTS_POLL_INTERVAL_MS: '250',
+      EVENTS_PING_INTERVAL_MS: '100',
     })
     expect(config).toMatchObject({
       port: 8080,
@@ -92,6 +97,7 @@ describe('parseConfig defaults', () => {
       shutdownTimeoutMs: 30_000,
       logLevel: 'debug',
       audit: { retentionDays: 30, reads: true },
+      events: { retentionDays: 3, retentionMax: 500, pollIntervalMs: 250, pingIntervalMs: 100 },
     })
     expect(config.rateLimits.panels).toEqual({ limit: 5, windowSeconds: 10 })
   })

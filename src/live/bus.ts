@@ -8,15 +8,25 @@ export interface LiveBus {
   committed(tenantId: string): void
   /** Calls `wake` after each commit of the tenant's events; answers the unsubscribe function. */
   listen(tenantId: string, wake: () => void): () => void
+  /** Aborted by `close()`: open event streams end with it (a stop ends them first; docs/live.md). */
+  readonly closed: AbortSignal
   close(): Promise<void>
 }
 
 /** The bus of one process: wakes the streams of this process only. */
 export function createLocalBus(): LiveBus {
   const listeners = new Map<string, Set<() => void>>()
+  const closing = new AbortController()
   return {
+    closed: closing.signal,
     committed(tenantId) {
-      for (const wake of listeners.get(tenantId) ?? []) wake()
+      for (const wake of listeners.get(tenantId) ?? []) {
+        try {
+          wake()
+        } catch {
+          // A listener's failure is its own; the others still wake.
+        }
+      }
     },
     listen(tenantId, wake) {
       let set = listeners.get(tenantId)
@@ -31,6 +41,7 @@ export function createLocalBus(): LiveBus {
       }
     },
     async close() {
+      closing.abort()
       listeners.clear()
     },
   }

@@ -38,7 +38,7 @@ async function main() {
   const log = createLogger(config.logLevel)
   if (config.authDisabled) log.warn('AUTH_DISABLED=true: requests are not authenticated (development only)')
 
-  const deps = await buildDeps(config, { ...(await nodePrimitives(config)), runtime: 'deno', log })
+  const deps = await buildDeps(config, { ...(await nodePrimitives(config, log)), runtime: 'deno', log })
   const app = createApp(() => deps)
   const scheduler = startScheduler(deps)
   const drainable = drainableHandler()

@@ -57,7 +57,7 @@ export async function openPanelService(env: EnvRecord, options: EmbedOptions = {
   const config = parseConfig(env)
   const missing = (['JWT_SECRET', 'ENCRYPTION_KEY'] as const).filter((v) => !env[v])
   if (missing.length > 0) throw new ConfigError(missing.map((variable) => ({ variable, message: 'required when embedded' })))
-  const deps = await buildDeps(config, { ...(await nodePrimitives(config)), log: options.log })
+  const deps = await buildDeps(config, { ...(await nodePrimitives(config, options.log)), log: options.log })
   const app: ServiceApp = createApp(() => deps)
   let loop: ReturnType<typeof startScheduler> | undefined
   let closing: Promise<void> | undefined

@@ -7,11 +7,13 @@ import memoryDriver from 'unstorage/drivers/memory'
 import type { Config } from '../config.ts'
 import { createDb } from '../db/client.ts'
 import type { Primitives } from '../deps.ts'
+import { createLogger, type Logger } from '../lib/logger.ts'
 import { applyMigrations } from './migrate.ts'
 import { sha256Hex } from './node-crypto.ts'
 import { nodeDocsAssets } from './node-docs-assets.ts'
 import { nodeFileStore } from './node-files.ts'
 import { nodeSqliteOpener } from './node-sqlite.ts'
+import { createRedisBus } from './redis-bus.ts'
 
 /**
  * Opens the libSQL database of DATABASE_URL (creating a file's folder), tuned and migrated.
@@ -69,9 +71,11 @@ export async function openStorage(config: Config): Promise<Storage> {
 export const resolveHost = async (hostname: string) => (await lookup(hostname, { all: true })).map((a) => a.address)
 
 /** All primitives a Node process needs for `buildDeps`. */
-export async function nodePrimitives(config: Config): Promise<Primitives> {
+export async function nodePrimitives(config: Config, log?: Logger): Promise<Primitives> {
   const { db, client } = await openDatabase(config)
   return {
+    // With Redis (the scale-out deployment) commits wake the streams of every instance (docs/live.md).
+    live: config.redisUrl ? createRedisBus(config.redisUrl, log ?? createLogger(config.logLevel)) : undefined,
     db,
     storage: await openStorage(config),
     resolveHost,

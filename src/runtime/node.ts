@@ -24,7 +24,7 @@ async function main() {
   const log = createLogger(config.logLevel, bufferedStdout())
   if (config.authDisabled) log.warn('AUTH_DISABLED=true: requests are not authenticated (development only)')
 
-  const deps = await buildDeps(config, { ...(await nodePrimitives(config)), log })
+  const deps = await buildDeps(config, { ...(await nodePrimitives(config, log)), log })
   const app = createApp(() => deps)
   const scheduler = startScheduler(deps)
   const server = serve({

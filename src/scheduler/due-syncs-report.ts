@@ -14,4 +14,6 @@ export interface DueSyncsReport {
   skipped: number
   /** Access records deleted for being older than AUDIT_RETENTION_DAYS (bounded per step). */
   auditPruned: number
+  /** Change-feed events deleted by EVENTS_RETENTION_DAYS / EVENTS_RETENTION_MAX (bounded per step). */
+  eventsPruned: number
 }

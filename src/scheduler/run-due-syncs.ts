@@ -5,6 +5,7 @@ import type { Deps } from '../deps.ts'
 import { isConflict } from '../errors.ts'
 import { pruneAccessRecords } from '../modules/audit/audit.service.ts'
 import { recoverInterruptedSyncs, runSync } from '../modules/datasources/datasources.sync.ts'
+import { pruneEvents } from '../modules/events/events.retention.ts'
 import { expireDuePublications } from '../modules/views/views.expiry.ts'
 import { recomputeStalePanels } from '../rowstore/materialise.ts'
 import type { DueSyncsReport } from './due-syncs-report.ts'
@@ -28,6 +29,7 @@ export async function runDueSyncs(deps: Deps, now: Date = deps.clock.now(), limi
     failed: 0,
     skipped: 0,
     auditPruned: 0,
+    eventsPruned: 0,
   }
   report.recovered = await recoverInterruptedSyncs(deps.db, now)
   const at = now.toISOString()
@@ -62,5 +64,6 @@ export async function runDueSyncs(deps: Deps, now: Date = deps.clock.now(), limi
   report.recomputed = await recomputeStalePanels(deps)
   report.expired = await expireDuePublications((tenantId) => systemContext(deps, tenantId), deps.db, now)
   report.auditPruned = await pruneAccessRecords(deps, now)
+  report.eventsPruned = await pruneEvents(deps, now)
   return report
 }

@@ -171,6 +171,7 @@ describe('openPanelService', () => {
       failed: 0,
       skipped: 0,
       auditPruned: 0,
+      eventsPruned: 0,
     })
     const loop = service.startScheduler()
     service.startScheduler()

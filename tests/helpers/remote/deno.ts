@@ -104,8 +104,11 @@ export async function startDeno(secret: string): Promise<RemoteServer> {
         headers: request.headers,
         body,
         redirect: 'manual',
+        signal: request.signal,
       })
       if (res.status >= 500) console.error(`deno output:\n${service?.output()}`)
+      // A server-sent event stream is handed on as it comes (it never ends by itself).
+      if (res.headers.get('content-type')?.startsWith('text/event-stream')) return res
       return NULL_BODY.has(res.status) ? res : new Response(await res.arrayBuffer(), res)
     },
     async close() {

@@ -122,7 +122,12 @@ export async function startWorkers(secret: string): Promise<RemoteServer> {
         headers: [...request.headers],
         body,
         redirect: 'manual',
+        signal: request.signal,
       } as never)
+      // A server-sent event stream is handed on as it comes (it never ends by itself).
+      if (res.headers.get('content-type')?.startsWith('text/event-stream')) {
+        return new Response(res.body as ReadableStream, { status: res.status, headers: [...res.headers] })
+      }
       const bytes = NULL_BODY.has(res.status) ? null : await res.arrayBuffer()
       if (res.status >= 500 && output) console.error(`workerd output:\n${output}`)
       return new Response(bytes, { status: res.status, statusText: res.statusText, headers: [...res.headers] })
