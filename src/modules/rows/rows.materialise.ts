@@ -1,4 +1,4 @@
-import { and, asc, eq, sql } from 'drizzle-orm'
+import { and, asc, eq, type SQL, sql } from 'drizzle-orm'
 import { rowsAffected } from '../../db/client.ts'
 import { columns, dataSources, panels } from '../../db/schema.ts'
 import type { Deps } from '../../deps.ts'
@@ -13,6 +13,16 @@ import {
 import { loadFhirPathEngineFor } from '../../engine/fhirpath/engine.ts'
 import { compileFormula, evaluationOrder, formulaFhirPaths } from '../../engine/formula/index.ts'
 import type { ServiceContext } from '../../http/context.ts'
+import { insertRowStatements } from '../datasources/datasources.records.ts'
+import {
+  type PanelView,
+  panelView,
+  type ReadRow,
+  type RowsTarget,
+  rebuildRecords,
+  recordRowsQuery,
+  type StoredRow,
+} from './rows.expand.ts'
 
 type ColumnRow = typeof columns.$inferSelect
 
@@ -38,13 +48,15 @@ export interface PanelPlan {
   importSources: Set<number>
   /** The FHIRPath expressions the plan evaluates (base columns' and formulas'), for prepareRows. */
   fhirPaths: (string | null)[]
+  /** The panel's ViewDefinition, when it is defined by one: records are stored as its rows (rows.expand.ts). */
+  view?: PanelView
 }
 
 /** The panel's columns compiled for materialisation: base columns, then calculated ones in dependency order. */
 export async function loadPanelPlan(db: Deps['db'], tenantId: string, panelId: number): Promise<PanelPlan> {
   const [[panel], rows, imports] = await db.batch([
     db
-      .select({ version: panels.columnsVersion })
+      .select({ version: panels.columnsVersion, view: panels.viewDefinition, viewSource: panels.viewDataSourceId })
       .from(panels)
       .where(and(eq(panels.id, panelId), eq(panels.tenantId, tenantId))),
     db
@@ -71,6 +83,13 @@ export async function loadPanelPlan(db: Deps['db'], tenantId: string, panelId: n
     plan: planColumns(orderColumns(rows), formulaCompiler(rows)),
     importSources: new Set(imports.map((i) => i.id)),
     fhirPaths,
+    view: panel?.view
+      ? await panelView(
+          panel.view,
+          panel.viewSource,
+          rows.filter((c) => c.columnType === 'base'),
+        )
+      : undefined,
   }
 }
 
@@ -81,9 +100,13 @@ export async function loadPanelPlan(db: Deps['db'], tenantId: string, panelId: n
 export const prepareRows = (plan: PanelPlan, data: Iterable<unknown>): Promise<void> =>
   loadFhirPathEngineFor(plan.fhirPaths, data)
 
-/** One record's row under a plan (after prepareRows for its batch). */
-export const rowOf = (plan: PanelPlan, dataSourceId: number, data: unknown, now: Date): MaterialisedRow =>
-  materialise(plan.plan, { dataSourceId, data, importedByName: plan.importSources.has(dataSourceId) }, now)
+/** One record's row under a plan (after prepareRows for its batch); `stored`: a row of a view (rows.expand.ts). */
+export function rowOf(plan: PanelPlan, dataSourceId: number, data: unknown, now: Date, stored?: StoredRow): MaterialisedRow {
+  const input = { dataSourceId, data, importedByName: plan.importSources.has(dataSourceId), given: stored?.given }
+  const row = materialise(plan.plan, input, now)
+  if (stored?.viewError) row.errors.push(stored.viewError)
+  return row
+}
 
 /** The SQL expression of the statement that bumps a panel's columns version (in a column change's batch). */
 export const bumpColumnsVersion = (db: Deps['db'], tenantId: string, panelId: number) =>
@@ -109,14 +132,8 @@ export async function recomputePanel(
     let after = 0
     for (;;) {
       if (stop?.aborted) return written
-      const batch = await db.all<{
-        id: number
-        data_source_id: number
-        data: string
-        cells: string | null
-        errors: string | null
-      }>(sql`
-        SELECT id, data_source_id, data, cells, errors FROM records
+      const batch = await db.all<ReadRow>(sql`
+        SELECT id, data_source_id, generation, key, record_key, data, cells, errors FROM records
         WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} AND id > ${after}
         ORDER BY id LIMIT ${RECOMPUTE_BATCH}`)
       if (batch.length === 0) break
@@ -124,6 +141,10 @@ export async function recomputePanel(
       const data = batch.map((r) => JSON.parse(r.data) as unknown)
       await prepareRows(plan, data)
       const at = now()
+      if (plan.view || batch.some((r) => r.record_key !== null)) {
+        written += await rebuildBatch(db, tenantId, panelId, plan, batch, at)
+        continue
+      }
       const changed: unknown[] = []
       for (const [i, r] of batch.entries()) {
         const row = rowOf(plan, r.data_source_id, data[i], at)
@@ -181,6 +202,49 @@ export async function recomputeStalePanels(deps: Deps, limit = 5): Promise<numbe
 }
 
 // --- Internal helpers ---
+
+/** A recompute batch of a panel defined by a view (or left by one): its records stored again, rows added and removed. */
+async function rebuildBatch(db: Deps['db'], tenantId: string, panelId: number, plan: PanelPlan, batch: ReadRow[], at: Date) {
+  const groups = new Map<string, { target: RowsTarget; keys: Set<string> }>()
+  for (const r of batch) {
+    const id = `${r.data_source_id}:${r.generation}`
+    const group = groups.get(id) ?? { target: { dataSourceId: r.data_source_id, generation: r.generation }, keys: new Set() }
+    groups.set(id, group)
+    group.keys.add(r.record_key ?? r.key)
+  }
+  const existing = (
+    await Promise.all([...groups.values()].map((g) => db.all<ReadRow>(recordRowsQuery(tenantId, panelId, g.target, [...g.keys]))))
+  ).flat()
+  const change = rebuildRecords(plan.view, batch, existing, (row, dataSourceId) => {
+    const { cells, errors } = rowOf(plan, dataSourceId, row.data, at, row)
+    return { cells: JSON.stringify(cells), errors: errors.length > 0 ? JSON.stringify(errors) : null }
+  })
+  const now = at.toISOString()
+  const statements: SQL[] = []
+  if (change.deleteIds.length > 0) {
+    statements.push(sql`DELETE FROM records WHERE id IN (SELECT value FROM json_each(${JSON.stringify(change.deleteIds)}))
+      AND +tenant_id = ${tenantId}`)
+  }
+  if (change.updates.length > 0) {
+    statements.push(sql`
+      UPDATE records SET cells = json(j.value ->> 1), errors = j.value ->> 2, record_key = j.value ->> 3,
+        cells_version = ${plan.version}, updated_at = ${now}
+      FROM json_each(${JSON.stringify(change.updates)}) j
+      WHERE records.id = j.value ->> 0 AND +records.tenant_id = ${tenantId}`)
+  }
+  for (const { target, rows } of change.inserts) {
+    const payload = rows.map((r) => ({
+      key: r.key,
+      recordKey: r.recordKey,
+      data: r.json,
+      cells: r.cells,
+      errors: r.errors ?? 'null',
+    }))
+    statements.push(...insertRowStatements({ tenantId, panelId, ...target }, payload, plan.version, now, 'replace'))
+  }
+  if (statements.length > 0) await db.batch(statements.map((s) => db.run(s)) as unknown as Parameters<typeof db.batch>[0])
+  return change.deleteIds.length + change.updates.length + change.inserts.reduce((n, g) => n + g.rows.length, 0)
+}
 
 function orderColumns(rows: ColumnRow[]): ColumnDefinition[] {
   const base = rows.filter((c) => c.columnType === 'base')
