@@ -219,9 +219,15 @@ export function deleteStatements(source: DataSourceRow, generation: number, keys
   const statements: SQL[] = []
   for (let i = 0; i < keys.length; i += RECORDS_PER_STATEMENT) {
     const payload = JSON.stringify(keys.slice(i, i + RECORDS_PER_STATEMENT))
-    statements.push(sql`
+    // Two statements, not one with OR: each reads its own index (key; record_key, partial).
+    statements.push(
+      sql`
       DELETE FROM records WHERE data_source_id = ${source.id} AND generation = ${generation}
-        AND (key IN (SELECT value FROM json_each(${payload})) OR record_key IN (SELECT value FROM json_each(${payload})))`)
+        AND key IN (SELECT value FROM json_each(${payload}))`,
+      sql`
+      DELETE FROM records WHERE data_source_id = ${source.id} AND generation = ${generation}
+        AND record_key IN (SELECT value FROM json_each(${payload}))`,
+    )
   }
   return statements
 }

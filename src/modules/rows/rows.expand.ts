@@ -91,10 +91,13 @@ export interface RowsTarget {
 export function staleRowStatements(target: RowsTarget, recordKeys: string[], keep: string[]): SQL[] {
   if (recordKeys.length === 0) return []
   const records = JSON.stringify(recordKeys)
+  const kept = JSON.stringify(keep)
+  // Two statements, not one with OR: each reads its own index (record_key, partial; key).
   return [
     sql`DELETE FROM records WHERE data_source_id = ${target.dataSourceId} AND generation = ${target.generation}
-      AND (record_key IN (SELECT value FROM json_each(${records})) OR key IN (SELECT value FROM json_each(${records})))
-      AND key NOT IN (SELECT value FROM json_each(${JSON.stringify(keep)}))`,
+      AND record_key IN (SELECT value FROM json_each(${records})) AND key NOT IN (SELECT value FROM json_each(${kept}))`,
+    sql`DELETE FROM records WHERE data_source_id = ${target.dataSourceId} AND generation = ${target.generation}
+      AND key IN (SELECT value FROM json_each(${records})) AND key NOT IN (SELECT value FROM json_each(${kept}))`,
   ]
 }
 
@@ -176,8 +179,10 @@ export function rebuildRecords(
  */
 export function recordRowsQuery(tenantId: string, panelId: number, target: RowsTarget, recordKeys: string[]): SQL {
   const keys = JSON.stringify(recordKeys)
-  return sql`SELECT id, data_source_id, generation, key, record_key, data, cells, errors FROM records
+  const rowsWhere = (match: SQL) => sql`SELECT id, data_source_id, generation, key, record_key, data, cells, errors FROM records
     WHERE data_source_id = ${target.dataSourceId} AND generation = ${target.generation}
-      AND +tenant_id = ${tenantId} AND +panel_id = ${panelId}
-      AND (record_key IN (SELECT value FROM json_each(${keys})) OR key IN (SELECT value FROM json_each(${keys})))`
+      AND +tenant_id = ${tenantId} AND +panel_id = ${panelId} AND ${match}`
+  // A UNION, not an OR: each half reads its own index (record_key, partial; key).
+  return sql`${rowsWhere(sql`record_key IN (SELECT value FROM json_each(${keys}))`)}
+    UNION ${rowsWhere(sql`key IN (SELECT value FROM json_each(${keys}))`)}`
 }
