@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm'
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 
 /**
@@ -41,6 +42,13 @@ export const panels = sqliteTable(
     materialisedVersion: integer().notNull().default(0),
     /** The published view marked `isDefault` (issue 12): at most one per panel. */
     defaultViewId: integer(),
+    /**
+     * The SQL-on-FHIR ViewDefinition the panel is defined by (docs/sql-on-fhir.md, "Panels defined by
+     * a ViewDefinition"), as it was put; null for a panel of one row per record.
+     */
+    viewDefinition: text({ mode: 'json' }).$type<Record<string, unknown>>(),
+    /** The one data source whose records the view expands; null: every source of the panel. */
+    viewDataSourceId: integer(),
     ...timestamps,
     deletedAt: text(),
   },
@@ -137,6 +145,11 @@ export const records = sqliteTable(
       .references(() => dataSources.id, { onDelete: 'cascade' }),
     generation: integer().notNull(),
     key: text().notNull(),
+    /**
+     * A row of a panel defined by a ViewDefinition: the key of the record (resource) it was expanded
+     * from, `key` being `<recordKey>#<position>`; null for the one row of a record.
+     */
+    recordKey: text(),
     data: text({ mode: 'json' }).$type<Record<string, unknown>>().notNull(),
     /** The row: materialised cells keyed by column id (DATA-ENGINE: Rows). */
     cells: text({ mode: 'json' }).$type<Record<string, unknown>>(),
@@ -149,6 +162,9 @@ export const records = sqliteTable(
   (t) => [
     uniqueIndex('records_source_generation_key_idx').on(t.dataSourceId, t.generation, t.key),
     index('records_tenant_panel_idx').on(t.tenantId, t.panelId),
+    index('records_source_generation_record_key_idx')
+      .on(t.dataSourceId, t.generation, t.recordKey)
+      .where(sql`record_key IS NOT NULL`),
   ],
 )
 

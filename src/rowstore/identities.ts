@@ -39,22 +39,36 @@ export function generationSwitchIdentities(
   ]
 }
 
-/** Records about to be written by key into the visible generation: updated when the key is there, else inserted. */
+/**
+ * Records about to be written by key into the visible generation: updated when the key is there,
+ * else inserted; with the rows a record of a ViewDefinition panel holds now (by `record_key`),
+ * which the write may rewrite or remove. `writtenRowIdentities` adds the rows such a record gets.
+ */
 export function upsertIdentities(write: RowWrite, sourceId: number, generation: number, keys: readonly string[]): SQL[] {
-  return chunks(keys).map(
-    (json) => sql`${insert(write)}${sourceId}, j.value,
+  return chunks(keys).flatMap((json) => [
+    sql`${insert(write)}${sourceId}, j.value,
       CASE WHEN EXISTS (SELECT 1 FROM records r WHERE r.data_source_id = ${sourceId} AND r.generation = ${generation}
         AND r.key = j.value) THEN 'updated' ELSE 'inserted' END
       FROM json_each(${json}) j`,
-  )
+    viewRowsOf(write, sourceId, generation, json, 'updated'),
+  ])
 }
 
-/** Records about to be deleted by key from the visible generation (keys not there are no change). */
+/**
+ * After the write: the rows records of a ViewDefinition panel were stored as (`record_key`), those
+ * not listed before it being inserted. Nothing for other panels.
+ */
+export function writtenRowIdentities(write: RowWrite, sourceId: number, generation: number, keys: readonly string[]): SQL[] {
+  return chunks(keys).map((json) => viewRowsOf(write, sourceId, generation, json, 'inserted'))
+}
+
+/** Records about to be deleted by key from the visible generation (keys not there are no change), and their view rows. */
 export function deleteIdentities(write: RowWrite, sourceId: number, generation: number, keys: readonly string[]): SQL[] {
-  return chunks(keys).map(
-    (json) => sql`${insert(write)}${sourceId}, r.key, 'deleted' FROM json_each(${json}) j
+  return chunks(keys).flatMap((json) => [
+    sql`${insert(write)}${sourceId}, r.key, 'deleted' FROM json_each(${json}) j
       JOIN records r ON r.data_source_id = ${sourceId} AND r.generation = ${generation} AND r.key = j.value`,
-  )
+    viewRowsOf(write, sourceId, generation, json, 'deleted'),
+  ])
 }
 
 /** Every visible record of a source about to be removed with it. */
@@ -74,6 +88,11 @@ export function recordIdentities(write: RowWrite, ids: readonly number[]): SQL[]
       JOIN records r ON r.id = j.value AND +r.tenant_id = ${write.tenantId}`,
   )
 }
+
+/** The stored rows of the given records of a ViewDefinition panel (`record_key`), as `kind`. */
+const viewRowsOf = (write: RowWrite, sourceId: number, generation: number, json: string, kind: string) =>
+  sql`${insert(write)}${sourceId}, r.key, ${kind} FROM json_each(${json}) j
+    JOIN records r ON r.data_source_id = ${sourceId} AND r.generation = ${generation} AND r.record_key = j.value`
 
 function chunks(values: readonly (string | number)[]): string[] {
   const out: string[] = []

@@ -1,4 +1,4 @@
-import { and, asc, eq, sql } from 'drizzle-orm'
+import { and, asc, eq, type SQL, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../context.ts'
 import { rowsAffected } from '../db/client.ts'
 import { columns, dataSources, panels } from '../db/schema.ts'
@@ -14,8 +14,18 @@ import {
 import { loadFhirPathEngineFor } from '../engine/fhirpath/engine.ts'
 import { compileFormula, evaluationOrder, formulaFhirPaths } from '../engine/formula/index.ts'
 import type { LiveBus } from '../live/bus.ts'
-import { recordIdentities } from './identities.ts'
+import {
+  type PanelView,
+  panelView,
+  type ReadRow,
+  type RowsTarget,
+  rebuildRecords,
+  recordRowsQuery,
+  type StoredRow,
+} from './expand.ts'
+import { recordIdentities, upsertIdentities } from './identities.ts'
 import { loadPanelMembership, membershipStatements, type RowWrite, resetStatements, writeToken } from './membership.ts'
+import { insertRowStatements } from './records.ts'
 
 type ColumnRow = typeof columns.$inferSelect
 
@@ -41,13 +51,15 @@ export interface PanelPlan {
   importSources: Set<number>
   /** The FHIRPath expressions the plan evaluates (base columns' and formulas'), for prepareRows. */
   fhirPaths: (string | null)[]
+  /** The panel's ViewDefinition, when it is defined by one: records are stored as its rows (rows.expand.ts). */
+  view?: PanelView
 }
 
 /** The panel's columns compiled for materialisation: base columns, then calculated ones in dependency order. */
 export async function loadPanelPlan(db: Deps['db'], tenantId: string, panelId: number): Promise<PanelPlan> {
   const [[panel], rows, imports] = await db.batch([
     db
-      .select({ version: panels.columnsVersion })
+      .select({ version: panels.columnsVersion, view: panels.viewDefinition, viewSource: panels.viewDataSourceId })
       .from(panels)
       .where(and(eq(panels.id, panelId), eq(panels.tenantId, tenantId))),
     db
@@ -74,6 +86,13 @@ export async function loadPanelPlan(db: Deps['db'], tenantId: string, panelId: n
     plan: planColumns(orderColumns(rows), formulaCompiler(rows)),
     importSources: new Set(imports.map((i) => i.id)),
     fhirPaths,
+    view: panel?.view
+      ? await panelView(
+          panel.view,
+          panel.viewSource,
+          rows.filter((c) => c.columnType === 'base'),
+        )
+      : undefined,
   }
 }
 
@@ -84,9 +103,13 @@ export async function loadPanelPlan(db: Deps['db'], tenantId: string, panelId: n
 export const prepareRows = (plan: PanelPlan, data: Iterable<unknown>): Promise<void> =>
   loadFhirPathEngineFor(plan.fhirPaths, data)
 
-/** One record's row under a plan (after prepareRows for its batch). */
-export const rowOf = (plan: PanelPlan, dataSourceId: number, data: unknown, now: Date): MaterialisedRow =>
-  materialise(plan.plan, { dataSourceId, data, importedByName: plan.importSources.has(dataSourceId) }, now)
+/** One record's row under a plan (after prepareRows for its batch); `stored`: a row of a view (rows.expand.ts). */
+export function rowOf(plan: PanelPlan, dataSourceId: number, data: unknown, now: Date, stored?: StoredRow): MaterialisedRow {
+  const input = { dataSourceId, data, importedByName: plan.importSources.has(dataSourceId), given: stored?.given }
+  const row = materialise(plan.plan, input, now)
+  if (stored?.viewError) row.errors.push(stored.viewError)
+  return row
+}
 
 /** The SQL expression of the statement that bumps a panel's columns version (in a column change's batch). */
 export const bumpColumnsVersion = (db: Deps['db'], tenantId: string, panelId: number) =>
@@ -118,14 +141,8 @@ export async function recomputePanel(
     let after = 0
     for (;;) {
       if (stop?.aborted) return written
-      const batch = await db.all<{
-        id: number
-        data_source_id: number
-        data: string
-        cells: string | null
-        errors: string | null
-      }>(sql`
-        SELECT id, data_source_id, data, cells, errors FROM records
+      const batch = await db.all<ReadRow>(sql`
+        SELECT id, data_source_id, generation, key, record_key, data, cells, errors FROM records
         WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} AND id > ${after}
         ORDER BY id LIMIT ${RECOMPUTE_BATCH}`)
       if (batch.length === 0) break
@@ -133,14 +150,6 @@ export async function recomputePanel(
       const data = batch.map((r) => JSON.parse(r.data) as unknown)
       await prepareRows(plan, data)
       const at = now()
-      const changed: unknown[] = []
-      for (const [i, r] of batch.entries()) {
-        const row = rowOf(plan, r.data_source_id, data[i], at)
-        const cells = JSON.stringify(row.cells)
-        const errors = row.errors.length > 0 ? JSON.stringify(row.errors) : null
-        if (cells !== r.cells || errors !== r.errors) changed.push([r.id, row.cells, row.errors.length > 0 ? row.errors : null])
-      }
-      if (changed.length === 0) continue
       // The rewritten rows move the views' membership in the same batch (cause: recompute).
       const write: RowWrite = {
         tenantId,
@@ -151,6 +160,26 @@ export async function recomputePanel(
         token: writeToken(),
         at: at.toISOString(),
       }
+      if (plan.view || batch.some((r) => r.record_key !== null)) {
+        const rebuilt = await rebuildBatch(
+          db,
+          { tenantId, panelId, plan, batch, at },
+          membershipStatements(membership, write),
+          write,
+        )
+        if (rebuilt > 0) live?.committed(tenantId)
+        membership.views = membership.views.map((v) => (v.where ? { ...v, storedKey: v.key } : v))
+        written += rebuilt
+        continue
+      }
+      const changed: unknown[] = []
+      for (const [i, r] of batch.entries()) {
+        const row = rowOf(plan, r.data_source_id, data[i], at)
+        const cells = JSON.stringify(row.cells)
+        const errors = row.errors.length > 0 ? JSON.stringify(row.errors) : null
+        if (cells !== r.cells || errors !== r.errors) changed.push([r.id, row.cells, row.errors.length > 0 ? row.errors : null])
+      }
+      if (changed.length === 0) continue
       const moves = membershipStatements(membership, write)
       const ids = changed.map((c) => (c as [number])[0])
       // `+records.tenant_id` keeps SQLite from driving the update by the tenant index (a scan of
@@ -215,6 +244,67 @@ export async function recomputeStalePanels(deps: Deps, limit = 5): Promise<numbe
 }
 
 // --- Internal helpers ---
+
+/** A recompute batch of a panel defined by a view (or left by one): its records stored again, rows added and removed. */
+async function rebuildBatch(
+  db: Deps['db'],
+  { tenantId, panelId, plan, batch, at }: { tenantId: string; panelId: number; plan: PanelPlan; batch: ReadRow[]; at: Date },
+  moves: { before: SQL[]; after: SQL[] },
+  write: RowWrite,
+) {
+  const groups = new Map<string, { target: RowsTarget; keys: Set<string> }>()
+  for (const r of batch) {
+    const id = `${r.data_source_id}:${r.generation}`
+    const group = groups.get(id) ?? { target: { dataSourceId: r.data_source_id, generation: r.generation }, keys: new Set() }
+    groups.set(id, group)
+    group.keys.add(r.record_key ?? r.key)
+  }
+  const existing = (
+    await Promise.all([...groups.values()].map((g) => db.all<ReadRow>(recordRowsQuery(tenantId, panelId, g.target, [...g.keys]))))
+  ).flat()
+  const change = rebuildRecords(plan.view, batch, existing, (row, dataSourceId) => {
+    const { cells, errors } = rowOf(plan, dataSourceId, row.data, at, row)
+    return { cells: JSON.stringify(cells), errors: errors.length > 0 ? JSON.stringify(errors) : null }
+  })
+  const now = at.toISOString()
+  const statements: SQL[] = []
+  if (change.deleteIds.length > 0) {
+    statements.push(sql`DELETE FROM records WHERE id IN (SELECT value FROM json_each(${JSON.stringify(change.deleteIds)}))
+      AND +tenant_id = ${tenantId}`)
+  }
+  if (change.updates.length > 0) {
+    statements.push(sql`
+      UPDATE records SET cells = json(j.value ->> 1), errors = j.value ->> 2, record_key = j.value ->> 3,
+        cells_version = ${plan.version}, updated_at = ${now}
+      FROM json_each(${JSON.stringify(change.updates)}) j
+      WHERE records.id = j.value ->> 0 AND +records.tenant_id = ${tenantId}`)
+  }
+  // The identities these rows had and will have, before they change (membership.ts).
+  const identities = recordIdentities(write, [...change.deleteIds, ...change.updates.map((u) => u[0] as number)])
+  for (const { target, rows } of change.inserts) {
+    identities.push(
+      ...upsertIdentities(
+        write,
+        target.dataSourceId,
+        target.generation,
+        rows.map((r) => r.key),
+      ),
+    )
+    const payload = rows.map((r) => ({
+      key: r.key,
+      recordKey: r.recordKey,
+      data: r.json,
+      cells: r.cells,
+      errors: r.errors ?? 'null',
+    }))
+    statements.push(...insertRowStatements({ tenantId, panelId, ...target }, payload, plan.version, now, 'replace'))
+  }
+  if (statements.length > 0) {
+    const all = [...moves.before, ...identities, ...statements, ...moves.after]
+    await db.batch(all.map((s) => db.run(s)) as unknown as Parameters<typeof db.batch>[0])
+  }
+  return change.deleteIds.length + change.updates.length + change.inserts.reduce((n, g) => n + g.rows.length, 0)
+}
 
 function orderColumns(rows: ColumnRow[]): ColumnDefinition[] {
   const base = rows.filter((c) => c.columnType === 'base')

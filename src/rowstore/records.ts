@@ -2,6 +2,7 @@ import { type SQL, sql } from 'drizzle-orm'
 import { evaluatePath } from '../connectors/shared/json-path.ts'
 import type { SourceRecord } from '../connectors/types.ts'
 import type { dataSources } from '../db/schema.ts'
+import { staleRowStatements, storedRowsOf } from './expand.ts'
 import { type PanelPlan, prepareRows, rowOf } from './materialise.ts'
 
 /**
@@ -128,6 +129,8 @@ export interface RecordTarget {
 /** A row ready to store: its key, and its data, cells and errors as JSON texts (`null` for no errors). */
 export interface RowPayload {
   key: string
+  /** A row of a panel defined by a ViewDefinition: its record's key (rows.expand.ts). */
+  recordKey?: string | null
   data: string
   cells: string
   errors: string
@@ -159,14 +162,17 @@ export function insertRowStatements(
     onConflict === 'keep'
       ? sql`DO NOTHING`
       : sql`DO UPDATE SET data = excluded.data, cells = excluded.cells, errors = excluded.errors,
-          cells_version = excluded.cells_version, updated_at = excluded.updated_at`
+          record_key = excluded.record_key, cells_version = excluded.cells_version, updated_at = excluded.updated_at`
   const statements: SQL[] = []
   for (let i = 0; i < rows.length; i += perStatement) {
-    const items = rows.slice(i, i + perStatement).map((r) => `[${JSON.stringify(r.key)},${r.data},${r.cells},${r.errors}]`)
+    const items = rows
+      .slice(i, i + perStatement)
+      .map((r) => `[${JSON.stringify(r.key)},${r.data},${r.cells},${r.errors},${JSON.stringify(r.recordKey ?? null)}]`)
     statements.push(sql`
-      INSERT INTO records (tenant_id, panel_id, data_source_id, generation, key, data, cells, errors, cells_version, created_at, updated_at)
-      SELECT ${target.tenantId}, ${target.panelId}, ${target.dataSourceId}, ${target.generation}, j.value ->> 0, j.value -> 1,
-        j.value -> 2, nullif(j.value -> 3, 'null'), ${version}, ${now}, ${now}
+      INSERT INTO records (tenant_id, panel_id, data_source_id, generation, key, record_key, data, cells, errors, cells_version,
+                           created_at, updated_at)
+      SELECT ${target.tenantId}, ${target.panelId}, ${target.dataSourceId}, ${target.generation}, j.value ->> 0, j.value ->> 4,
+        j.value -> 1, j.value -> 2, nullif(j.value -> 3, 'null'), ${version}, ${now}, ${now}
       FROM json_each(${`[${items.join(',')}]`}) j WHERE ${sourceExists(target.dataSourceId)}
       ON CONFLICT (data_source_id, generation, key) ${conflict}`)
   }
@@ -174,9 +180,10 @@ export function insertRowStatements(
 }
 
 /**
- * Upserts records into one generation of a source, with their materialised row (cells, errors and
+ * Upserts records into one generation of a source, with their materialised rows (cells, errors and
  * the columns version they were computed with): a full sync writes its new generation, an
- * incremental sync the current one.
+ * incremental sync the current one. A record is one row, or in a panel defined by a ViewDefinition
+ * the view's rows (rows.expand.ts), replacing the rows it had.
  */
 export async function upsertStatements(
   source: DataSourceRow,
@@ -189,23 +196,40 @@ export async function upsertStatements(
     rows.plan,
     records.map((r) => r.data),
   )
-  const payload = records.map((r): RowPayload => {
-    const row = rowOf(rows.plan, source.id, r.data, rows.now)
+  const stored = records.flatMap((r) => storedRowsOf(rows.plan.view, source.id, r))
+  const payload = stored.map((r): RowPayload => {
+    const row = rowOf(rows.plan, source.id, r.data, rows.now, r)
     const errors = row.errors.length > 0 ? JSON.stringify(row.errors) : 'null'
-    return { key: r.key, data: r.json, cells: JSON.stringify(row.cells), errors }
+    return { key: r.key, recordKey: r.recordKey, data: r.json, cells: JSON.stringify(row.cells), errors }
   })
   const target = { tenantId: source.tenantId, panelId: source.panelId, dataSourceId: source.id, generation }
-  return insertRowStatements(target, payload, rows.plan.version, now, 'replace')
+  const stale = rows.plan.view
+    ? staleRowStatements(
+        target,
+        records.map((r) => r.key),
+        stored.map((r) => r.key),
+      )
+    : []
+  return [...stale, ...insertRowStatements(target, payload, rows.plan.version, now, 'replace')]
 }
 
-/** Deletes records by key from one generation (incremental deletes, webhook `data.deleted`). */
+/**
+ * Deletes records by key from one generation (incremental deletes, webhook `data.deleted`): their
+ * row, or every row a ViewDefinition made of them (`record_key`, rows.expand.ts).
+ */
 export function deleteStatements(source: DataSourceRow, generation: number, keys: string[]): SQL[] {
   const statements: SQL[] = []
   for (let i = 0; i < keys.length; i += RECORDS_PER_STATEMENT) {
     const payload = JSON.stringify(keys.slice(i, i + RECORDS_PER_STATEMENT))
-    statements.push(sql`
+    // Two statements, not one with OR: each reads its own index (key; record_key, partial).
+    statements.push(
+      sql`
       DELETE FROM records WHERE data_source_id = ${source.id} AND generation = ${generation}
-        AND key IN (SELECT value FROM json_each(${payload}))`)
+        AND key IN (SELECT value FROM json_each(${payload}))`,
+      sql`
+      DELETE FROM records WHERE data_source_id = ${source.id} AND generation = ${generation}
+        AND record_key IN (SELECT value FROM json_each(${payload}))`,
+    )
   }
   return statements
 }

@@ -126,6 +126,11 @@ export interface MaterialiseInput {
    * source), and a column the import did not fill is blank.
    */
   importedByName?: boolean
+  /**
+   * Cells given by a SQL-on-FHIR view for its columns, by column id (a row of a panel defined by a
+   * ViewDefinition): those base columns take the given value, typed, instead of reading the record.
+   */
+  given?: Record<string, unknown>
 }
 
 /** One record's row. `dataSourceId` restricts base columns bound to a source. */
@@ -136,7 +141,10 @@ export function materialise(plan: MaterialisePlan, record: MaterialiseInput, now
   for (const p of plan.columns) {
     const { column } = p
     let value: unknown = null
-    if (record.importedByName && column.columnType === 'base') {
+    if (record.given && column.columnType === 'base' && Object.hasOwn(record.given, p.key)) {
+      const given = record.given[p.key]
+      value = typed(() => cellFromValue(given, column.type), column, errors)
+    } else if (record.importedByName && column.columnType === 'base') {
       value = typed(() => cellFromValue(valueByName(record.data, column.name), column.type), column, errors)
     } else if (p.formula) {
       const result = p.formula({ cells: byName, record: record.data }, now)

@@ -4,7 +4,7 @@
  * Pure: no HTTP, no database, the same on every runtime.
  */
 export { compileView, prepareView, type ViewPlan } from './compile-view.ts'
-export { type Row, rowObject, rowsOf, runView, runViewAsync } from './run-view.ts'
+export { type PositionedRow, positionedRowsOf, type Row, rowObject, rowsOf, runView, runViewAsync } from './run-view.ts'
 export {
   type ViewColumn,
   type ViewDefinition,

@@ -37,6 +37,10 @@ export type Evaluate = (element: unknown, scope: Scope) => unknown[]
 export interface Step {
   evaluate: Evaluate
   context: PathContext
+  /** The path as written (after constants), for positions of values the JSON does not hold. */
+  expression: string
+  /** Member segments when the step navigates the JSON itself (positions follow the navigation). */
+  segments?: string[]
 }
 
 /** A path the engine cannot compile: the parser's or the probe's message. */
@@ -68,22 +72,29 @@ export function compileValue(expression: string, context: PathContext): Evaluate
  */
 export function compileStep(expression: string, context: PathContext, typed = true): Step {
   const trimmed = expression.trim()
-  if (trimmed === '$this') return { evaluate: compileValue(trimmed, context), context }
+  if (trimmed === '$this') return { evaluate: compileValue(trimmed, context), context, expression: trimmed, segments: [] }
   const model = fhirPathEngine().r4
   const segments = memberSegments(trimmed, context)
   const from = context.base ?? context.resource
   const base = typed && segments && from ? typeOfPath(model, from, segments) : undefined
   // Plain JSON elements only where their type is known statically; else the engine's own nodes.
   if (base && segments && !trimmed.endsWith('.first()')) {
-    return { evaluate: (element) => navigate(element as Record<string, unknown>, segments, true) ?? [], context: { base } }
+    return {
+      evaluate: (element) => navigate(element as Record<string, unknown>, segments, true) ?? [],
+      context: { base },
+      expression: trimmed,
+      segments,
+    }
   }
   if (base && segments) {
     return {
       evaluate: (element) => (navigate(element as Record<string, unknown>, segments, true) ?? []).slice(0, 1),
       context: { base },
+      expression: trimmed,
+      segments,
     }
   }
-  return { evaluate: engineEvaluate(trimmed, context), context: {} }
+  return { evaluate: engineEvaluate(trimmed, context), context: {}, expression: trimmed }
 }
 
 // --- Internal helpers ---

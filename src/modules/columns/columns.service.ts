@@ -11,6 +11,7 @@ import { changeInsert, createdFields, diffFields } from '../changes/changes.serv
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import type { PanelDto } from '../panels/panels.schemas.ts'
 import { requirePanel } from '../panels/panels.service.ts'
+import { assertNotViewColumn } from '../viewdefinitions/viewdefinitions.panel.service.ts'
 import {
   applySourcePaths,
   assertFhirPath,
@@ -134,6 +135,7 @@ export async function updateColumn(
   options: { cascade?: boolean } & ColumnAddress = {},
 ): Promise<ColumnDto> {
   const before = await requireColumn(ctx, id, options)
+  await assertNotViewColumn(ctx, before)
   assertFieldsOfKind(before, input)
   let others = (await panelColumns(ctx, before.panelId)).filter((c) => c.id !== id)
   const patch: Partial<ColumnRow> = {}
@@ -216,6 +218,7 @@ export async function updateColumn(
  */
 export async function deleteColumn(ctx: ServiceContext, id: number, at: ColumnAddress = {}): Promise<void> {
   const row = await requireColumn(ctx, id, at)
+  await assertNotViewColumn(ctx, row)
   const found = dependantsOf(await panelColumns(ctx, row.panelId), row.name).filter((c) => c.id !== id)
   if (found.length > 0) throw dependantsConflict(row.name, found, 'change or delete them first')
   const removed: FieldChanges = {}

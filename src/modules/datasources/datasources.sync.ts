@@ -8,7 +8,7 @@ import { dataSources, records, type SyncTrigger, syncRuns } from '../../db/schem
 import { conflict } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { FileAccessError } from '../../lib/files.ts'
-import { deleteIdentities, upsertIdentities } from '../../rowstore/identities.ts'
+import { deleteIdentities, upsertIdentities, writtenRowIdentities } from '../../rowstore/identities.ts'
 import { loadPanelPlan, type PanelPlan, recomputeAfterColumnChange } from '../../rowstore/materialise.ts'
 import { loadPanelMembership, membershipStatements, type PanelMembership } from '../../rowstore/membership.ts'
 import {
@@ -321,6 +321,12 @@ async function incrementalStatements(
     ...deleteIdentities(write, source.id, generation, deletedKeys),
     ...(await upsertStatements(source, generation, upserts, now, rows)),
     ...deleteStatements(source, generation, deletedKeys),
+    ...writtenRowIdentities(
+      write,
+      source.id,
+      generation,
+      upserts.map((r) => r.key),
+    ),
     ...membership.after,
   ]
 }

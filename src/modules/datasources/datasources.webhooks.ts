@@ -8,7 +8,7 @@ import { dataSources, syncRuns, webhookEvents } from '../../db/schema.ts'
 import type { Deps } from '../../deps.ts'
 import { AppError, conflict, invalid } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
-import { deleteIdentities, upsertIdentities } from '../../rowstore/identities.ts'
+import { deleteIdentities, upsertIdentities, writtenRowIdentities } from '../../rowstore/identities.ts'
 import { loadPanelPlan } from '../../rowstore/materialise.ts'
 import { loadPanelMembership, membershipStatements } from '../../rowstore/membership.ts'
 import {
@@ -219,6 +219,7 @@ async function applyData(ctx: ServiceContext, sourceId: number, events: WebhookE
     ...upsertIdentities(write, source.id, generation, upsertKeys).map(run_),
     ...deleteIdentities(write, source.id, generation, deletes).map(run_),
     ...statements.map(run_),
+    ...writtenRowIdentities(write, source.id, generation, upsertKeys).map(run_),
     ...membership.after.map(run_),
   ] as unknown as Parameters<typeof ctx.db.batch>[0])
   const counts: Counts = { rowsRead: all.length, rowsWritten: upserts.length, rowsDeleted: deletes.length, truncated: [] }

@@ -153,7 +153,16 @@ export async function createPanel(ctx: ServiceContext, input: CreatePanelInput):
   ])
   await invalidateLists(ctx, values.userId)
   const newId = insertedId(inserted)
-  return toPanelDto({ ...values, id: newId, columnsVersion: 0, materialisedVersion: 0, defaultViewId: null, deletedAt: null })
+  return toPanelDto({
+    ...values,
+    id: newId,
+    columnsVersion: 0,
+    materialisedVersion: 0,
+    defaultViewId: null,
+    viewDefinition: null,
+    viewDataSourceId: null,
+    deletedAt: null,
+  })
 }
 
 /** Updates name, description, metadata or cohort rule; records the diff and notifies view owners. */

@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, gte } from 'drizzle-orm'
+import { and, asc, eq, gt, gte, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
 import { records } from '../../db/schema.ts'
 import { noteAccess } from '../audit/audit.record.ts'
@@ -16,7 +16,10 @@ const PAGE = 1000
 export async function sourceResources(ctx: ServiceContext, sourceId: number, since?: string): Promise<AsyncIterable<unknown>> {
   const source = await requireDataSource(ctx, sourceId)
   noteAccess(ctx, { dataSourceId: source.id, panelId: source.panelId })
-  const base = and(eq(records.dataSourceId, source.id), eq(records.generation, source.currentGeneration))
+  // A resource a panel's view stored as several rows (record_key) is read once, from its first row.
+  const once = sql`(${records.recordKey} IS NULL OR NOT EXISTS (SELECT 1 FROM records o WHERE o.data_source_id = ${records.dataSourceId}
+    AND o.generation = ${records.generation} AND o.record_key = ${records.recordKey} AND o.key < ${records.key}))`
+  const base = and(eq(records.dataSourceId, source.id), eq(records.generation, source.currentGeneration), once)
   return {
     async *[Symbol.asyncIterator]() {
       let after: string | undefined

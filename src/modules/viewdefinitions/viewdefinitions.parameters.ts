@@ -24,6 +24,12 @@ export interface RunRequest {
   since?: string
 }
 
+/** The id of a reference to a stored view (`ViewDefinition/<id>`, any base URL before it), else undefined. */
+export function viewReferenceId(reference: unknown): number | undefined {
+  const match = typeof reference === 'string' ? reference.match(/^(?:.*\/)?ViewDefinition\/([1-9]\d{0,15})$/) : null
+  return match ? Number(match[1]) : undefined
+}
+
 const FORMATS = new Set<RunFormat>(['json', 'ndjson', 'csv'])
 const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/
 
@@ -45,10 +51,9 @@ export function readRunParameters(body: RunParametersInput, storedId?: number): 
         request.viewResource = p.resource
         return
       case 'viewReference': {
-        const reference = (p.valueReference as { reference?: unknown } | undefined)?.reference
-        const match = typeof reference === 'string' ? reference.match(/^(?:.*\/)?ViewDefinition\/([1-9]\d{0,15})$/) : null
-        if (!match) return bad('valueReference', 'must be { reference: "ViewDefinition/<id>" }')
-        request.viewReference = Number(match[1])
+        const id = viewReferenceId((p.valueReference as { reference?: unknown } | undefined)?.reference)
+        if (id === undefined) return bad('valueReference', 'must be { reference: "ViewDefinition/<id>" }')
+        request.viewReference = id
         return
       }
       case 'resource':
