@@ -230,6 +230,12 @@ export async function recomputeAfterColumnChange(ctx: ServiceContext, panelId: n
   ctx.defer(run(), { what: 'recompute', tenantId: ctx.scope.tenantId, panelId })
 }
 
+/** Columns changed while a sync wrote rows with the older plan: bring those rows up to date. */
+export async function catchUpColumnChanges(ctx: ServiceContext, panelId: number, plan: PanelPlan) {
+  const [panel] = await ctx.db.all<{ v: number }>(sql`SELECT columns_version AS v FROM panels WHERE id = ${panelId}`)
+  if (panel && Number(panel.v) !== plan.version) await recomputeAfterColumnChange(ctx, panelId)
+}
+
 /** The scheduler's sweep: recomputes panels whose rows are stale (at most `limit` panels per call). */
 export async function recomputeStalePanels(deps: Deps, limit = 5): Promise<number> {
   const stale = await deps.db.all<{ id: number; tenant_id: string }>(sql`

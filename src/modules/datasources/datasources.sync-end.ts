@@ -4,7 +4,8 @@ import { dataSources, records, syncRuns } from '../../db/schema.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { appendEvents } from '../../rowstore/events.ts'
 import { generationSwitchIdentities } from '../../rowstore/identities.ts'
-import { loadPanelMembership, membershipStatements, type RowWrite, writeToken } from '../../rowstore/membership.ts'
+import { loadPanelMembership, membershipStatements } from '../../rowstore/membership.ts'
+import { type Counts, syncWrite } from '../../rowstore/sync-write.ts'
 import { changeInsert } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import { nextSyncAt } from './datasources.schedule.ts'
@@ -23,13 +24,6 @@ export interface SyncOutcome {
   run: SyncRunRow
   recordsProcessed: number
   message: string
-}
-
-export interface Counts {
-  rowsRead: number
-  rowsWritten: number
-  rowsDeleted: number
-  truncated: string[]
 }
 
 export interface Ended {
@@ -115,20 +109,6 @@ export async function finish(
   ] as unknown as Parameters<typeof ctx.db.batch>[0])
   ctx.live.committed(source.tenantId)
   return outcome(ctx, source, run, counts.rowsWritten, message)
-}
-
-/** The write of a sync run's batches: its membership step's token, actor and cause. */
-export function syncWrite(ctx: ServiceContext, source: DataSourceRow, run: SyncRunRow, at: string): RowWrite {
-  return {
-    tenantId: source.tenantId,
-    panelId: source.panelId,
-    actorId: ctx.scope.userId,
-    cause: run.trigger === 'webhook' ? 'webhook' : 'sync',
-    eventKey: `sync:${run.id}`,
-    token: writeToken(),
-    at,
-    dataSourceId: source.id,
-  }
 }
 
 /** Failure or cancellation: the partial generation goes, the previous one stays visible. */

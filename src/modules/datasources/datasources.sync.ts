@@ -1,35 +1,25 @@
-import { and, desc, eq, type SQL, sql } from 'drizzle-orm'
+import { and, desc, eq, sql } from 'drizzle-orm'
 import { connectorFor, notAvailableMessage } from '../../connectors/registry.ts'
-import { createGuardedFetch } from '../../connectors/shared/guarded-fetch.ts'
-import { type Connector, type ConnectorContext, ConnectorError, type SourceRecord } from '../../connectors/types.ts'
+import { ConnectorError } from '../../connectors/types.ts'
 import type { ServiceContext } from '../../context.ts'
 import { rowsAffected } from '../../db/client.ts'
 import { dataSources, records, type SyncTrigger, syncRuns } from '../../db/schema.ts'
 import { conflict } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { FileAccessError } from '../../lib/files.ts'
-import { deleteIdentities, upsertIdentities, writtenRowIdentities } from '../../rowstore/identities.ts'
-import { loadPanelPlan, type PanelPlan, recomputeAfterColumnChange } from '../../rowstore/materialise.ts'
-import { loadPanelMembership, membershipStatements, type PanelMembership } from '../../rowstore/membership.ts'
+import { catchUpColumnChanges, loadPanelPlan, type PanelPlan } from '../../rowstore/materialise.ts'
+import { loadPanelMembership } from '../../rowstore/membership.ts'
 import {
-  countRemovedKeys,
-  deleteStatements,
-  type KeySet,
-  keyRecords,
-  newKeySet,
-  type RowWriter,
-  upsertStatements,
-} from '../../rowstore/records.ts'
+  type Counts,
+  countGeneration,
+  LEASE_MS,
+  readAndWrite,
+  SyncCancelled,
+  SyncInterrupted,
+} from '../../rowstore/sync-write.ts'
 import { type DataSourceRow, type SyncRunRow, toSyncRunDto } from './datasources.schemas.ts'
 import { SecretUnavailableError, unsealConfig } from './datasources.secrets.ts'
-import { type Counts, fail, finish, outcome, type SyncOutcome, syncWrite } from './datasources.sync-end.ts'
-
-/** How long a lease holds without a sign of life; every committed batch renews it. */
-export const LEASE_MS = 2 * 60 * 1000
-
-class SyncCancelled extends Error {}
-/** The service is stopping (`ctx.stopping`): the run is handed back as after a crash. */
-class SyncInterrupted extends Error {}
+import { fail, finish, outcome, type SyncOutcome } from './datasources.sync-end.ts'
 
 const INTERRUPTED = 'Synchronisation interrupted: the service stopped while it ran; it will run again'
 
@@ -92,17 +82,7 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
     // An incremental sync writes the visible generation: each batch moves the views' membership.
     const membership = incremental ? await loadPanelMembership(ctx.db, source.tenantId, source.panelId) : undefined
     await readAndWrite(ctx, { source, run, connector, config: parsed.data, plain, incremental, counts, plan, membership })
-    if (!incremental) {
-      // Rows sharing a key are one record (the last read wins): count what the generation holds.
-      const [[removed], [written]] = await ctx.db.batch([
-        ctx.db.all<{ n: number }>(countRemovedKeys(source.id, run.generation)),
-        ctx.db.all<{ n: number }>(
-          sql`SELECT count(*) AS n FROM records WHERE data_source_id = ${source.id} AND generation = ${run.generation}`,
-        ),
-      ])
-      counts.rowsDeleted = Number(removed?.n ?? 0)
-      counts.rowsWritten = Number(written?.n ?? 0)
-    }
+    if (!incremental) await countGeneration(ctx.db, source.id, run.generation, counts)
   } catch (err) {
     if (err instanceof SyncInterrupted) return handBack(ctx, source, run, counts)
     const cancelled = err instanceof SyncCancelled
@@ -110,15 +90,8 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
     return fail(ctx, { source, run, counts, incremental }, cancelled ? 'cancelled' : 'error', message, Date.now() - started)
   }
   const outcome = await finish(ctx, { source, run, counts, incremental }, Date.now() - started)
-  await catchUpColumnChanges(ctx, source, plan)
+  if (plan) await catchUpColumnChanges(ctx, source.panelId, plan)
   return outcome
-}
-
-/** Columns changed while the sync wrote rows with the older plan: bring those rows up to date. */
-async function catchUpColumnChanges(ctx: ServiceContext, source: DataSourceRow, plan: PanelPlan | undefined) {
-  if (!plan) return
-  const [panel] = await ctx.db.all<{ v: number }>(sql`SELECT columns_version AS v FROM panels WHERE id = ${source.panelId}`)
-  if (panel && Number(panel.v) !== plan.version) await recomputeAfterColumnChange(ctx, source.panelId)
 }
 
 /** beginSync + executeSync: the sync a request waits for (create, POST …/sync). */
@@ -190,168 +163,6 @@ export async function recoverInterruptedSyncs(
 
 // --- Internal helpers ---
 
-interface SyncJob {
-  source: DataSourceRow
-  run: SyncRunRow
-  connector: Connector
-  config: unknown
-  plain: Record<string, unknown>
-  incremental: boolean
-  counts: Counts
-  plan: PanelPlan
-  /** The panel's views, for an incremental sync's membership step per batch. */
-  membership?: PanelMembership
-}
-
-/** Reads the connector batch by batch; each batch commits with lease renewal, counters and cursor. */
-async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
-  const { source, run, counts, incremental } = job
-  const limits = ctx.config.syncLimits
-  const timeout = AbortSignal.timeout(limits.timeoutMs)
-  // A stopping service aborts the connector's reads too, so a sync waiting on its source hands back at once.
-  const signal = ctx.stopping ? AbortSignal.any([timeout, ctx.stopping]) : timeout
-  let pendingCursor: { value: unknown } | undefined
-  const cctx: ConnectorContext = {
-    signal,
-    fetch: createGuardedFetch({
-      fetch: ctx.outbound.fetch,
-      resolveHost: ctx.outbound.resolveHost,
-      allowPrivate: ctx.config.allowPrivateNetworkSources,
-    }),
-    log: ctx.log,
-    now: () => ctx.clock.now(),
-    cache: sourceCache(ctx, source),
-    files: ctx.files,
-    runtime: ctx.runtime,
-    allowPrivateNetwork: ctx.config.allowPrivateNetworkSources,
-    resolveHost: ctx.outbound.resolveHost,
-    openSqlite: ctx.openSqlite,
-    limits: { maxBytes: limits.maxBytes, maxRecords: limits.maxRecords },
-    cursor: job.plain.lastSyncValue,
-    advanceCursor: (value) => {
-      pendingCursor = { value }
-    },
-    truncated: (message) => {
-      counts.truncated.push(message)
-    },
-  }
-  const keyField = typeof job.plain.keyField === 'string' && job.plain.keyField !== '' ? job.plain.keyField : undefined
-  const seen: KeySet = newKeySet()
-  const rows = { plan: job.plan, now: ctx.clock.now() }
-  try {
-    for await (const batch of job.connector.read(job.config, cctx)) {
-      counts.rowsRead += batch.length
-      if (counts.rowsRead > limits.maxRecords) {
-        throw new ConnectorError(
-          `The source has more than ${limits.maxRecords} records, the service's limit for one synchronisation`,
-        )
-      }
-      const cursor = pendingCursor
-      pendingCursor = undefined
-      const statements = incremental
-        ? await incrementalStatements(ctx, job, batch, keyField, rows)
-        : await upsertStatements(
-            source,
-            run.generation,
-            await keyRecords(batch, keyField, seen, ctx.sha256Hex),
-            isoNow(ctx.clock),
-            rows,
-          )
-      if (!incremental) counts.rowsWritten += batch.length
-      if (cursor) {
-        statements.push(sql`UPDATE data_sources SET config = json_set(config, '$.lastSyncValue', json(${JSON.stringify(cursor.value ?? null)}))
-          WHERE id = ${source.id}`)
-      }
-      await commitBatch(ctx, run, statements, counts, incremental)
-      if (ctx.stopping?.aborted) throw new SyncInterrupted()
-    }
-  } catch (err) {
-    if (ctx.stopping?.aborted && !(err instanceof SyncCancelled)) throw new SyncInterrupted()
-    if (timeout.aborted && !(err instanceof SyncCancelled)) {
-      throw new ConnectorError(
-        `Synchronisation timed out after ${Math.round(limits.timeoutMs / 1000)} s (the service's limit, SYNC_TIMEOUT_SECONDS)`,
-        {
-          cause: err,
-        },
-      )
-    }
-    throw err
-  }
-}
-
-/**
- * One batch of an incremental sync: upserts and deletes by key in the visible generation, with the
- * identities they change before them and the membership step after them (same batch).
- */
-async function incrementalStatements(
-  ctx: ServiceContext,
-  job: SyncJob,
-  batch: SourceRecord[],
-  keyField: string | undefined,
-  rows: RowWriter,
-) {
-  const { source, counts } = job
-  const upserts = await keyRecords(
-    batch.filter((r) => !r.deleted),
-    keyField,
-    newKeySet(),
-    ctx.sha256Hex,
-  )
-  const deleted = await keyRecords(
-    batch.filter((r) => r.deleted),
-    keyField,
-    newKeySet(),
-    ctx.sha256Hex,
-  )
-  counts.rowsWritten += upserts.length
-  counts.rowsDeleted += deleted.length
-  const now = isoNow(ctx.clock)
-  const write = { ...syncWrite(ctx, source, job.run, now), eventKey: `sync:${job.run.id}:${counts.rowsRead}` }
-  const generation = source.currentGeneration
-  const deletedKeys = deleted.map((r) => r.key)
-  const membership = job.membership ? membershipStatements(job.membership, write) : { before: [], after: [] }
-  return [
-    ...membership.before,
-    ...upsertIdentities(
-      write,
-      source.id,
-      generation,
-      upserts.map((r) => r.key),
-    ),
-    ...deleteIdentities(write, source.id, generation, deletedKeys),
-    ...(await upsertStatements(source, generation, upserts, now, rows)),
-    ...deleteStatements(source, generation, deletedKeys),
-    ...writtenRowIdentities(
-      write,
-      source.id,
-      generation,
-      upserts.map((r) => r.key),
-    ),
-    ...membership.after,
-  ]
-}
-
-/**
- * Commits one batch with the lease renewal and run counters (and, for an incremental sync, its
- * events: the feed's streams are woken); stops when a cancel was requested.
- */
-async function commitBatch(ctx: ServiceContext, run: SyncRunRow, statements: SQL[], counts: Counts, emits: boolean) {
-  const expires = new Date(ctx.clock.now().getTime() + LEASE_MS).toISOString()
-  const results = await ctx.db.batch([
-    ...statements.map((s) => ctx.db.run(s)),
-    ctx.db.run(
-      sql`UPDATE data_sources SET lease_expires_at = ${expires} WHERE id = ${run.dataSourceId} AND lease_run_id = ${run.id}`,
-    ),
-    ctx.db.run(
-      sql`UPDATE sync_runs SET rows_read = ${counts.rowsRead}, rows_written = ${counts.rowsWritten} WHERE id = ${run.id}`,
-    ),
-    ctx.db.select({ cancel: syncRuns.cancelRequested }).from(syncRuns).where(eq(syncRuns.id, run.id)),
-  ] as unknown as Parameters<typeof ctx.db.batch>[0])
-  const [state] = results[results.length - 1] as { cancel: boolean }[]
-  if (emits) ctx.live.committed(run.tenantId)
-  if (state?.cancel) throw new SyncCancelled()
-}
-
 /**
  * A sync stopped by a stopping service ends exactly as the crash path ends it: the run in `error`
  * ("interrupted"), the source due again with its lease released; the partial generation is left
@@ -361,15 +172,6 @@ async function handBack(ctx: ServiceContext, source: DataSourceRow, run: SyncRun
   await recoverInterruptedSyncs(ctx.db, ctx.clock.now(), { runId: run.id })
   ctx.log.warn('sync handed back', { dataSourceId: source.id, runId: run.id, rowsRead: counts.rowsRead })
   return outcome(ctx, source, run, 0, INTERRUPTED)
-}
-
-/** The per-source cache a connector gets (e.g. OAuth2 tokens), under the tenant's key space. */
-function sourceCache(ctx: ServiceContext, source: DataSourceRow): ConnectorContext['cache'] {
-  const key = (k: string) => `datasource:${source.id}:${k}`
-  return {
-    get: (k) => ctx.cache.get(source.tenantId, key(k)),
-    set: (k, value, ttlSeconds) => ctx.cache.set(source.tenantId, key(k), value, ttlSeconds),
-  }
 }
 
 function errorMessageOf(ctx: ServiceContext, source: DataSourceRow, run: SyncRunRow, err: unknown): string {

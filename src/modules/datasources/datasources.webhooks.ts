@@ -19,10 +19,11 @@ import {
   sourceExists,
   upsertStatements,
 } from '../../rowstore/records.ts'
+import { type Counts, syncWrite } from '../../rowstore/sync-write.ts'
 import type { DataSourceRow, SyncRunRow } from './datasources.schemas.ts'
 import { unsealConfig } from './datasources.secrets.ts'
 import { beginSync } from './datasources.sync.ts'
-import { type Counts, fail, finish, syncWrite } from './datasources.sync-end.ts'
+import { fail, finish } from './datasources.sync-end.ts'
 import { parseEvents, verifySignature, type WebhookEvent } from './datasources.webhooks.parse.ts'
 
 /** The largest webhook body read (413 beyond). */
