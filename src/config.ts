@@ -62,6 +62,8 @@ const ConfigSchema = z
     SHUTDOWN_TIMEOUT_SECONDS: int(10, 1, 3_600),
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).optional().default('info'),
     AUDIT_RETENTION_DAYS: int(2190, 1, 36_500),
+    WEBHOOK_DISABLE_AFTER: int(20, 1, 10_000),
+    WEBHOOK_TIMEOUT_MS: int(10_000, 100, 120_000),
   })
   .superRefine(
     (env, ctx) => {
@@ -143,6 +145,11 @@ export interface Config {
    * the audit's cost beside a baseline in the same run.
    */
   audit: { retentionDays: number; reads: boolean }
+  /**
+   * Outbound webhooks (docs/live.md "Outbound webhooks"): consecutive failed deliveries after which
+   * a subscription is disabled, and the time one attempt may take.
+   */
+  webhooks: { disableAfter: number; timeoutMs: number }
 }
 
 /** Thrown by parseConfig; `issues` names each bad variable. */
@@ -199,5 +206,6 @@ export function parseConfig(env: EnvRecord): Config {
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_SECONDS * 1000,
     logLevel: e.LOG_LEVEL,
     audit: { retentionDays: e.AUDIT_RETENTION_DAYS, reads: true },
+    webhooks: { disableAfter: e.WEBHOOK_DISABLE_AFTER, timeoutMs: e.WEBHOOK_TIMEOUT_MS },
   }
 }

@@ -49,6 +49,7 @@ describe('parseConfig defaults', () => {
       shutdownTimeoutMs: 10_000,
       logLevel: 'info',
       audit: { retentionDays: 2190, reads: true },
+      webhooks: { disableAfter: 20, timeoutMs: 10_000 },
     })
   })
 
@@ -76,6 +77,8 @@ describe('parseConfig defaults', () => {
       SHUTDOWN_TIMEOUT_SECONDS: '30',
       LOG_LEVEL: 'debug',
       AUDIT_RETENTION_DAYS: '30',
+      WEBHOOK_DISABLE_AFTER: '3',
+      WEBHOOK_TIMEOUT_MS: '2500',
     })
     expect(config).toMatchObject({
       port: 8080,
@@ -92,6 +95,7 @@ describe('parseConfig defaults', () => {
       shutdownTimeoutMs: 30_000,
       logLevel: 'debug',
       audit: { retentionDays: 30, reads: true },
+      webhooks: { disableAfter: 3, timeoutMs: 2500 },
     })
     expect(config.rateLimits.panels).toEqual({ limit: 5, windowSeconds: 10 })
   })
@@ -119,6 +123,8 @@ describe('parseConfig invalid variables', () => {
     ['RATE_LIMIT_PANELS', 'abc'],
     ['RATE_LIMIT_SYNCS', '10'],
     ['RATE_LIMIT_VIEWS', '0/60'],
+    ['WEBHOOK_DISABLE_AFTER', '0'],
+    ['WEBHOOK_TIMEOUT_MS', '50'],
   ])('names %s=%s in ConfigError.issues', (variable, value) => {
     expect(badVariables({ [variable]: value })).toEqual([variable])
   })
