@@ -17,6 +17,7 @@ import { panelsRouter } from './modules/panels/panels.routes.ts'
 import { exportRouter } from './modules/rows/rows.export.routes.ts'
 import { importRouter } from './modules/rows/rows.import.routes.ts'
 import { rowsRouter } from './modules/rows/rows.routes.ts'
+import { subscriptionsRouter } from './modules/subscriptions/subscriptions.routes.ts'
 import { viewDefinitionsRouter } from './modules/viewdefinitions/viewdefinitions.routes.ts'
 import { viewsRouter } from './modules/views/views.routes.ts'
 
@@ -59,6 +60,7 @@ export function createApp(makeDeps: MakeDeps) {
   app.route('/api', exportRouter)
   app.route('/api', auditRouter)
   app.route('/api', viewDefinitionsRouter)
+  app.route('/api', subscriptionsRouter)
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'Bearer', {
     type: 'http',

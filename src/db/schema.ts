@@ -484,7 +484,10 @@ export const subscriptions = sqliteTable(
     leaseExpiresAt: text(),
     ...timestamps,
   },
-  (t) => [index('subscriptions_tenant_user_idx').on(t.tenantId, t.userId), index('subscriptions_active_idx').on(t.active, t.tenantId)],
+  (t) => [
+    index('subscriptions_tenant_user_idx').on(t.tenantId, t.userId),
+    index('subscriptions_active_idx').on(t.active, t.tenantId),
+  ],
 )
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'skipped'

@@ -19,8 +19,8 @@ export function createLocalBus(): LiveBus {
       for (const wake of listeners.get(tenantId) ?? []) wake()
     },
     listen(tenantId, wake) {
-      let set = listeners.get(tenantId)
-      if (!set) listeners.set(tenantId, (set = new Set()))
+      const set = listeners.get(tenantId) ?? new Set<() => void>()
+      listeners.set(tenantId, set)
       set.add(wake)
       return () => {
         set.delete(wake)

@@ -14,4 +14,18 @@ export interface DueSyncsReport {
   skipped: number
   /** Access records deleted for being older than AUDIT_RETENTION_DAYS (bounded per step). */
   auditPruned: number
+  /** Outbound webhook deliveries of this step (docs/live.md "Outbound webhooks"). */
+  webhooks: {
+    /** Subscriptions served (their lease taken). */
+    subscriptions: number
+    delivered: number
+    /** Failed attempts that will be tried again. */
+    retried: number
+    /** Deliveries that used their last attempt. */
+    failed: number
+    /** Subscriptions disabled after WEBHOOK_DISABLE_AFTER failed deliveries in a row. */
+    disabled: number
+    /** Finished deliveries deleted after 30 days. */
+    pruned: number
+  }
 }

@@ -171,6 +171,7 @@ describe('openPanelService', () => {
       failed: 0,
       skipped: 0,
       auditPruned: 0,
+      webhooks: { subscriptions: 0, delivered: 0, retried: 0, failed: 0, disabled: 0, pruned: 0 },
     })
     const loop = service.startScheduler()
     service.startScheduler()
