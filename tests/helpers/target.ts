@@ -46,8 +46,7 @@ export const SKIP = {
     'xlsx needs exceljs, which the Workers bundle leaves out (400 naming the runtime); on Deno the xlsx import answers 400 (not yet diagnosed)',
   workersPdf: 'PDF export needs pdfkit, which the Workers bundle leaves out (400 naming the runtime)',
   workersHeaders: 'BUG: workerd answers one prepared response header fewer than Node on the same routes',
-  liveBus:
-    "signals a commit on the in-process live bus; the server's bus is its own, so its wake-ups are tested in-process only",
+  liveBus: "signals a commit on the in-process live bus; the server's bus is its own, so its wake-ups are tested in-process only",
 } as const
 
 /** The skips taken in this test file: target and reason (for reporting). */

@@ -33,7 +33,8 @@ export async function emit(deps: Deps, tenantId: string, events: NewEvent[], at 
 export const step = (deps: Deps) => deliverDueWebhooks(deps)
 
 /** The signature a receiver computes: sha256= and the hex HMAC-SHA256 of the raw body. */
-export const expectedSignature = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
+export const expectedSignature = (secret: string, body: string) =>
+  `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`
 
 /** The bodies a receiver got, parsed. */
 export const bodies = (r: FixtureServer) => r.requests.map((q) => JSON.parse(q.body))

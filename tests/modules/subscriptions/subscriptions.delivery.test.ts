@@ -4,8 +4,8 @@ import { verifySignature } from '../../../src/modules/datasources/datasources.we
 import { BACKOFF_MS, MAX_ATTEMPTS } from '../../../src/modules/subscriptions/subscriptions.queue.ts'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
-import { onTarget, SKIP } from '../../helpers/target.ts'
 import { type FixtureServer, sleep } from '../../helpers/servers.ts'
+import { onTarget, SKIP } from '../../helpers/target.ts'
 import { bodies, emit, expectedSignature, startReceiver, step } from './fixtures.ts'
 
 /**
@@ -119,16 +119,19 @@ describe('a delivery', () => {
 })
 
 describe('the kick after a commit', () => {
-  it.skipIf(onTarget(['workers', 'deno'], SKIP.liveBus))('delivers right after a commit of this instance, without a step', async () => {
-    const r = await receiver()
-    await subscribe(r)
-    await emit(t.deps, 'tenant-a', [rowsChanged(1)])
-    t.deps.live.committed('tenant-a')
-    for (let waited = 0; r.requests.length === 0 && waited < 5_000; waited += 10) await sleep(10)
-    expect(bodies(r).map((b) => b.data.inserted)).toEqual([1])
-    await t.deps.settle()
-    expect(r.requests).toHaveLength(1)
-  })
+  it.skipIf(onTarget(['workers', 'deno'], SKIP.liveBus))(
+    'delivers right after a commit of this instance, without a step',
+    async () => {
+      const r = await receiver()
+      await subscribe(r)
+      await emit(t.deps, 'tenant-a', [rowsChanged(1)])
+      t.deps.live.committed('tenant-a')
+      for (let waited = 0; r.requests.length === 0 && waited < 5_000; waited += 10) await sleep(10)
+      expect(bodies(r).map((b) => b.data.inserted)).toEqual([1])
+      await t.deps.settle()
+      expect(r.requests).toHaveLength(1)
+    },
+  )
 })
 
 describe('order and retries', () => {

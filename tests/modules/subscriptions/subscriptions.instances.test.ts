@@ -77,7 +77,9 @@ describe('several instances on one database', () => {
   it('takes over a subscription whose runner died holding its lease once the lease expires', async () => {
     const { t, another, r, events, subId } = await setUp()
     const expires = new Date(t.clock.now().getTime() + 70_000).toISOString()
-    await t.deps.db.run(sql`UPDATE subscriptions SET lease_token = 'dead-runner', lease_expires_at = ${expires} WHERE id = ${subId}`)
+    await t.deps.db.run(
+      sql`UPDATE subscriptions SET lease_token = 'dead-runner', lease_expires_at = ${expires} WHERE id = ${subId}`,
+    )
     await emit(t.deps, 'tenant-a', events(2))
     const other = await another()
     expect((await step(other)).subscriptions).toBe(0)

@@ -60,7 +60,7 @@ describe('subscriptions security', () => {
     expect((await alice.get(`/api/subscriptions/${id}`)).body.description).toBeNull()
   })
 
-  it("lets an admin act for a user of the tenant only by naming them, as everywhere (CONTRACT)", async () => {
+  it('lets an admin act for a user of the tenant only by naming them, as everywhere (CONTRACT)', async () => {
     expect((await admin.get(`/api/subscriptions/${id}`)).status).toBe(404)
     const asAlice = await admin.get(`/api/subscriptions/${id}?userId=alice`)
     expect(asAlice.status).toBe(200)

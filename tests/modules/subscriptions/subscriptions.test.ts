@@ -101,9 +101,16 @@ describe('POST /api/subscriptions', () => {
     expect(mismatch.status).toBe(404)
     const own = await bob.post('/api/views', { name: 'second', panelId: bobPanel })
     const other = await bob.post('/api/panels', { name: 'Ward C', tenantId: 'tenant-a', userId: 'bob' })
-    const wrong = await bob.post('/api/subscriptions', { url: URL_OK, events: ['*'], panelId: other.body.id, viewId: own.body.id })
+    const wrong = await bob.post('/api/subscriptions', {
+      url: URL_OK,
+      events: ['*'],
+      panelId: other.body.id,
+      viewId: own.body.id,
+    })
     expect(wrong.status).toBe(400)
-    expect(wrong.body.details).toEqual([{ path: 'viewId', message: `view ${own.body.id} is not a view of panel ${other.body.id}` }])
+    expect(wrong.body.details).toEqual([
+      { path: 'viewId', message: `view ${own.body.id} is not a view of panel ${other.body.id}` },
+    ])
   })
 
   it("accepts a published view of another user (its events are the tenant's to read)", async () => {
