@@ -107,8 +107,15 @@ export async function sendAttempt(deps: Deps, req: AttemptRequest): Promise<Atte
   } catch (err) {
     const durationMs = elapsed()
     if (abort.signal.aborted) return { ok: false, statusCode: null, durationMs, error: `Timed out after ${timeoutMs} ms` }
-    return { ok: false, statusCode: null, durationMs, error: (err as Error)?.message || String(err) }
+    return { ok: false, statusCode: null, durationMs, error: reasonOf(err) }
   } finally {
     clearTimeout(timer)
   }
+}
+
+/** A network error's message with its cause's code where the runtime gives one ("fetch failed (ECONNREFUSED)"). */
+function reasonOf(err: unknown): string {
+  const message = (err as Error)?.message || String(err)
+  const code = (err as { cause?: { code?: unknown } })?.cause?.code
+  return typeof code === 'string' ? `${message} (${code})` : message
 }

@@ -96,16 +96,23 @@ async function serveSubscription(deps: Deps, id: number, clock: Clock, report: D
   if (!(await takeLease(deps, id, token, clock))) return
   report.subscriptions++
   try {
-    const [sub] = await deps.db.select().from(subscriptions).where(eq(subscriptions.id, id))
+    let [sub] = await deps.db.select().from(subscriptions).where(eq(subscriptions.id, id))
     if (!sub?.active) return
-    let secret: string
-    try {
-      secret = await deps.secrets.decrypt(sub.secret)
-    } catch {
-      await disable(deps, sub, token, clock, 'The signing secret cannot be decrypted (was ENCRYPTION_KEY changed?)')
-      report.disabled++
-      return
+    let sealed = ''
+    let secret = ''
+    const unseal = async (row: SubscriptionRow) => {
+      if (row.secret === sealed) return true
+      try {
+        secret = await deps.secrets.decrypt(row.secret)
+        sealed = row.secret
+        return true
+      } catch {
+        await disable(deps, row, token, clock, 'The signing secret cannot be decrypted (was ENCRYPTION_KEY changed?)')
+        report.disabled++
+        return false
+      }
     }
+    if (!(await unseal(sub))) return
     const readable = readableMemo(ownerContext(deps, sub.tenantId, sub.userId))
     for (let sent = 0; sent < SENDS_PER_STEP && !deps.stopping?.aborted; ) {
       const [head] = await deps.db
@@ -119,7 +126,10 @@ async function serveSubscription(deps: Deps, id: number, clock: Clock, report: D
         continue
       }
       if (head.nextAttemptAt !== null && head.nextAttemptAt > clock().toISOString()) return
-      if (!(await renewLease(deps, id, token, clock))) return
+      // The row as it is now: deactivated, deleted or taken over stops here; a new url or secret applies.
+      const fresh = await renewLease(deps, id, token, clock)
+      if (!fresh || !(await unseal(fresh))) return
+      sub = fresh
       const result = await deliverHead(deps, { sub, head, secret, token, readable, clock })
       if (result === 'passed') continue
       sent++
@@ -146,13 +156,18 @@ async function takeLease(deps: Deps, id: number, token: string, clock: Clock): P
   return rowsAffected(taken) === 1
 }
 
-/** Moves the lease's expiry on before an attempt; false when another runner took it meanwhile. */
-async function renewLease(deps: Deps, id: number, token: string, clock: Clock): Promise<boolean> {
+/**
+ * Moves the lease's expiry on before an attempt and answers the subscription as it is now; undefined
+ * when it was deactivated or deleted, or another runner took the lease meanwhile.
+ */
+async function renewLease(deps: Deps, id: number, token: string, clock: Clock): Promise<SubscriptionRow | undefined> {
   const expires = new Date(clock().getTime() + leaseMs(deps)).toISOString()
-  const renewed = await deps.db.run(
-    sql`UPDATE subscriptions SET lease_expires_at = ${expires} WHERE id = ${id} AND lease_token = ${token}`,
-  )
-  return rowsAffected(renewed) === 1
+  const [row] = await deps.db
+    .update(subscriptions)
+    .set({ leaseExpiresAt: expires })
+    .where(and(eq(subscriptions.id, id), eq(subscriptions.leaseToken, token), eq(subscriptions.active, true)))
+    .returning()
+  return row
 }
 
 /**

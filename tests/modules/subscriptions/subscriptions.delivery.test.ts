@@ -4,7 +4,7 @@ import { verifySignature } from '../../../src/modules/datasources/datasources.we
 import { BACKOFF_MS, MAX_ATTEMPTS } from '../../../src/modules/subscriptions/subscriptions.queue.ts'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
-import { type FixtureServer, sleep } from '../../helpers/servers.ts'
+import { type FixtureServer, sleep, startJsonServer } from '../../helpers/servers.ts'
 import { onTarget, SKIP } from '../../helpers/target.ts'
 import { bodies, emit, expectedSignature, startReceiver, step } from './fixtures.ts'
 
@@ -210,6 +210,27 @@ describe('order and retries', () => {
     expect(enabled.body).toMatchObject({ active: true, disabledReason: null, consecutiveFailures: 0 })
     await step(t.deps)
     expect(bodies(r).at(-1).data.inserted).toBe(3)
+  })
+})
+
+describe('changes while a queue is served', () => {
+  it('stops at once when the subscription is deactivated during a step, and sends a new url the retries', async () => {
+    let subId = 0
+    const r = await startJsonServer(async (_req, res) => {
+      if (r.requests.length === 1) expect((await alice.put(`/api/subscriptions/${subId}`, { active: false })).status).toBe(200)
+      res.writeHead(r.requests.length === 1 ? 200 : 500)
+      res.end()
+    })
+    receivers.push(r)
+    subId = (await subscribe(r)).id
+    await emit(t.deps, 'tenant-a', [rowsChanged(1), rowsChanged(2)])
+    await step(t.deps)
+    expect(bodies(r).map((b) => b.data.inserted)).toEqual([1])
+    const moved = await receiver()
+    await alice.put(`/api/subscriptions/${subId}`, { active: true, url: `${moved.url}/new` })
+    await step(t.deps)
+    expect(bodies(moved).map((b) => b.data.inserted)).toEqual([2])
+    expect(moved.requests[0].url).toBe('/new')
   })
 })
 
