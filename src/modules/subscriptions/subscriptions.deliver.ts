@@ -58,6 +58,8 @@ export interface AttemptRequest {
 /** How one attempt went: a 2xx acknowledges; anything else is a failure with its reason. */
 export interface AttemptOutcome {
   ok: boolean
+  /** The service began to stop (`deps.stopping`) during the attempt: nothing is known of it. */
+  interrupted?: boolean
   statusCode: number | null
   durationMs: number
   error: string | null
@@ -67,7 +69,9 @@ export interface AttemptOutcome {
  * Sends one attempt (docs/live.md "Delivery"): POST with the signed body and the X-Event-*,
  * X-Delivery-* headers, through the outbound network guard (the URL is checked again before every
  * attempt), redirects not followed, WEBHOOK_TIMEOUT_MS for the answer's headers. Never throws: a
- * refusal, a network error or a time-out is an outcome with `ok: false`.
+ * refusal, a network error or a time-out is an outcome with `ok: false`. A stop of the service
+ * (`deps.stopping`) aborts the request: the outcome is `interrupted`, and the queue leaves the
+ * delivery as it was, to be sent again after the restart (at least once).
  */
 export async function sendAttempt(deps: Deps, req: AttemptRequest): Promise<AttemptOutcome> {
   const refusal = await urlRefusal(deps, req.url)
@@ -75,6 +79,8 @@ export async function sendAttempt(deps: Deps, req: AttemptRequest): Promise<Atte
   const timeoutMs = deps.config.webhooks.timeoutMs
   const abort = new AbortController()
   const timer = setTimeout(() => abort.abort(), timeoutMs)
+  const stop = () => abort.abort()
+  deps.stopping?.addEventListener('abort', stop)
   const started = performance.now()
   const elapsed = () => Math.round(performance.now() - started)
   const guarded = createGuardedFetch({
@@ -106,10 +112,13 @@ export async function sendAttempt(deps: Deps, req: AttemptRequest): Promise<Atte
     return { ok: false, statusCode: res.status, durationMs, error: `HTTP ${res.status}${redirect}` }
   } catch (err) {
     const durationMs = elapsed()
+    if (deps.stopping?.aborted)
+      return { ok: false, interrupted: true, statusCode: null, durationMs, error: 'Interrupted: the service is stopping' }
     if (abort.signal.aborted) return { ok: false, statusCode: null, durationMs, error: `Timed out after ${timeoutMs} ms` }
     return { ok: false, statusCode: null, durationMs, error: reasonOf(err) }
   } finally {
     clearTimeout(timer)
+    deps.stopping?.removeEventListener('abort', stop)
   }
 }
 

@@ -281,6 +281,7 @@ async function deliverHead(deps: Deps, job: HeadJob): Promise<HeadResult> {
     deliveryId: head.deliveryId,
     attempt,
   })
+  if (outcome.interrupted) return 'retry'
   return record(deps, job, attempt, outcome)
 }
 

@@ -7,7 +7,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import type { Deps } from '../../../src/deps.ts'
 import { makeTestApp, type TestApp, testClock } from '../../helpers/app.ts'
 import { clientFor } from '../../helpers/http.ts'
-import type { FixtureServer } from '../../helpers/servers.ts'
+import { type FixtureServer, sleep } from '../../helpers/servers.ts'
 import { REMOTE } from '../../helpers/target.ts'
 import { bodies, emit, sameDatabaseInstance, startReceiver, step } from './fixtures.ts'
 
@@ -101,6 +101,26 @@ describe('a restart', () => {
     expect((await step(next)).delivered).toBe(2)
     expect(bodies(r).map((b) => b.data.n)).toEqual([1, 1, 2])
     expect(r.requests[1].headers['x-delivery-attempt']).toBe('2')
+    expect(r.requests[1].headers['x-delivery-id']).toBe(r.requests[0].headers['x-delivery-id'])
+  })
+
+  it('hands back an attempt in flight when the service stops; the next instance sends it again', async () => {
+    const { t, another, r, events } = await setUp((n) => (n === 1 ? 'hang' : 200))
+    await emit(t.deps, 'tenant-a', events(1))
+    t.deps.defer(step(t.deps), { what: 'delivery step' })
+    for (let waited = 0; r.requests.length === 0 && waited < 5_000; waited += 10) await sleep(10)
+    expect(r.requests).toHaveLength(1)
+    // A stop with little time left aborts the attempt (WEBHOOK_TIMEOUT_MS is 10 s here).
+    const stop = { until: Date.now() + 300 }
+    await (REMOTE ? t.deps.settle(stop) : t.deps.close(stop))
+    const next = await another()
+    const [pending] = await next.db.all<{ status: string; attempts: number; lease_token: string | null }>(
+      sql`SELECT d.status, d.attempts, s.lease_token FROM subscription_deliveries d JOIN subscriptions s ON s.id = d.subscription_id`,
+    )
+    expect(pending).toEqual({ status: 'pending', attempts: 0, lease_token: null })
+    expect((await step(next)).delivered).toBe(1)
+    expect(r.requests).toHaveLength(2)
+    expect(r.requests.map((q) => q.headers['x-delivery-attempt'])).toEqual(['1', '1'])
     expect(r.requests[1].headers['x-delivery-id']).toBe(r.requests[0].headers['x-delivery-id'])
   })
 
