@@ -111,7 +111,7 @@ describe('a restart', () => {
     for (let waited = 0; r.requests.length === 0 && waited < 5_000; waited += 10) await sleep(10)
     expect(r.requests).toHaveLength(1)
     // A stop with little time left aborts the attempt (WEBHOOK_TIMEOUT_MS is 10 s here).
-    const stop = { until: Date.now() + 300 }
+    const stop = { until: Date.now() + 1_500 }
     await (REMOTE ? t.deps.settle(stop) : t.deps.close(stop))
     const next = await another()
     const [pending] = await next.db.all<{ status: string; attempts: number; lease_token: string | null }>(
