@@ -18,6 +18,7 @@ import { panelsRouter } from './modules/panels/panels.routes.ts'
 import { exportRouter } from './modules/rows/rows.export.routes.ts'
 import { importRouter } from './modules/rows/rows.import.routes.ts'
 import { rowsRouter } from './modules/rows/rows.routes.ts'
+import { subscriptionsRouter } from './modules/subscriptions/subscriptions.routes.ts'
 import { panelViewDefinitionRouter } from './modules/viewdefinitions/viewdefinitions.panel.routes.ts'
 import { viewDefinitionsRouter } from './modules/viewdefinitions/viewdefinitions.routes.ts'
 import { viewsRouter } from './modules/views/views.routes.ts'
@@ -63,6 +64,7 @@ export function createApp(makeDeps: MakeDeps) {
   app.route('/api', viewDefinitionsRouter)
   app.route('/api', eventsRouter)
   app.route('/api', panelViewDefinitionRouter)
+  app.route('/api', subscriptionsRouter)
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'Bearer', {
     type: 'http',

@@ -66,6 +66,8 @@ const ConfigSchema = z
     EVENTS_RETENTION_MAX: int(1_000_000, 1, 1_000_000_000),
     EVENTS_POLL_INTERVAL_MS: int(1000, 10, 1000),
     EVENTS_PING_INTERVAL_MS: int(15_000, 50, 3_600_000),
+    WEBHOOK_DISABLE_AFTER: int(20, 1, 10_000),
+    WEBHOOK_TIMEOUT_MS: int(10_000, 100, 120_000),
   })
   .superRefine(
     (env, ctx) => {
@@ -152,6 +154,11 @@ export interface Config {
    * stream reads the log without a wake-up (≤ 1 s), and the interval of the `: ping` comment.
    */
   events: { retentionDays: number; retentionMax: number; pollIntervalMs: number; pingIntervalMs: number }
+  /**
+   * Outbound webhooks (docs/live.md "Outbound webhooks"): consecutive failed deliveries after which
+   * a subscription is disabled, and the time one attempt may take.
+   */
+  webhooks: { disableAfter: number; timeoutMs: number }
 }
 
 /** Thrown by parseConfig; `issues` names each bad variable. */
@@ -214,5 +221,6 @@ export function parseConfig(env: EnvRecord): Config {
       pollIntervalMs: e.EVENTS_POLL_INTERVAL_MS,
       pingIntervalMs: e.EVENTS_PING_INTERVAL_MS,
     },
+    webhooks: { disableAfter: e.WEBHOOK_DISABLE_AFTER, timeoutMs: e.WEBHOOK_TIMEOUT_MS },
   }
 }

@@ -41,7 +41,7 @@ export interface ServiceContext extends ServiceDeps {
  * A service context over `deps`: the deps are its prototype rather than copied into it (one
  * allocation of a few fields per request instead of a copy of every dependency; docs/performance.md).
  */
-export function serviceContext(deps: Deps, scope: Scope, meta: RequestMeta, access?: AccessEntry): ServiceContext {
+export function serviceContext(deps: ServiceDeps, scope: Scope, meta: RequestMeta, access?: AccessEntry): ServiceContext {
   const ctx = Object.create(deps) as ServiceContext
   ctx.scope = scope
   ctx.meta = meta
@@ -53,7 +53,7 @@ export function serviceContext(deps: Deps, scope: Scope, meta: RequestMeta, acce
  * The context of work the service does by itself: scoped to one tenant, acting as `system` (so
  * every view owner is notified and change records say who acted).
  */
-export function systemContext(deps: Deps, tenantId: string): ServiceContext {
+export function systemContext(deps: ServiceDeps, tenantId: string): ServiceContext {
   return serviceContext(
     deps,
     { tenantId, userId: 'system', isAdmin: true, groups: [] },

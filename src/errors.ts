@@ -91,7 +91,16 @@ export class AppError extends Error {
   }
 }
 
-export type ResourceKind = 'Panel' | 'Data source' | 'Column' | 'View' | 'ViewDefinition' | 'Notification' | 'Sync run' | 'Route'
+export type ResourceKind =
+  | 'Panel'
+  | 'Data source'
+  | 'Column'
+  | 'View'
+  | 'ViewDefinition'
+  | 'Notification'
+  | 'Sync run'
+  | 'Subscription'
+  | 'Route'
 
 /** 404 whose message names the kind, the id and the tenant (spec §7). */
 export const notFound = (kind: ResourceKind, id: string | number, tenantId: string) =>

@@ -50,6 +50,7 @@ describe('parseConfig defaults', () => {
       logLevel: 'info',
       audit: { retentionDays: 2190, reads: true },
       events: { retentionDays: 7, retentionMax: 1_000_000, pollIntervalMs: 1000, pingIntervalMs: 15_000 },
+      webhooks: { disableAfter: 20, timeoutMs: 10_000 },
     })
   })
 
@@ -81,6 +82,8 @@ describe('parseConfig defaults', () => {
       EVENTS_RETENTION_MAX: '500',
       EVENTS_POLL_INTERVAL_MS: '250',
       EVENTS_PING_INTERVAL_MS: '100',
+      WEBHOOK_DISABLE_AFTER: '3',
+      WEBHOOK_TIMEOUT_MS: '2500',
     })
     expect(config).toMatchObject({
       port: 8080,
@@ -98,6 +101,7 @@ describe('parseConfig defaults', () => {
       logLevel: 'debug',
       audit: { retentionDays: 30, reads: true },
       events: { retentionDays: 3, retentionMax: 500, pollIntervalMs: 250, pingIntervalMs: 100 },
+      webhooks: { disableAfter: 3, timeoutMs: 2500 },
     })
     expect(config.rateLimits.panels).toEqual({ limit: 5, windowSeconds: 10 })
   })
@@ -125,6 +129,8 @@ describe('parseConfig invalid variables', () => {
     ['RATE_LIMIT_PANELS', 'abc'],
     ['RATE_LIMIT_SYNCS', '10'],
     ['RATE_LIMIT_VIEWS', '0/60'],
+    ['WEBHOOK_DISABLE_AFTER', '0'],
+    ['WEBHOOK_TIMEOUT_MS', '50'],
   ])('names %s=%s in ConfigError.issues', (variable, value) => {
     expect(badVariables({ [variable]: value })).toEqual([variable])
   })

@@ -469,3 +469,76 @@ export const pendingChanges = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.token, t.viewId, t.dataSourceId, t.key] })],
 )
+
+/**
+ * Outbound webhook subscriptions (LIVE.md; docs/live.md "Outbound webhooks"): an owner's endpoint
+ * that receives the events it selects and its owner may read. `cursorSeq` is the last event `seq`
+ * of the tenant the queue has looked at (enqueued or passed over); the lease says which runner
+ * holds the subscription's queue, so several instances never send its deliveries twice.
+ */
+export const subscriptions = sqliteTable(
+  'subscriptions',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    tenantId: text().notNull(),
+    /** The owner (creator): deliveries carry only events this user may read. */
+    userId: text().notNull(),
+    url: text().notNull(),
+    /** Event types, or `['*']` for every type. */
+    events: text({ mode: 'json' }).$type<string[]>().notNull(),
+    panelId: integer(),
+    viewId: integer(),
+    description: text(),
+    /** The signing secret, encrypted (`enc:v1:…`); never answered after creation. */
+    secret: text().notNull(),
+    active: integer({ mode: 'boolean' }).notNull().default(true),
+    disabledReason: text(),
+    /** Deliveries ended `failed` in a row (a success resets it); WEBHOOK_DISABLE_AFTER disables. */
+    consecutiveFailures: integer().notNull().default(0),
+    cursorSeq: integer().notNull().default(0),
+    leaseToken: text(),
+    leaseExpiresAt: text(),
+    ...timestamps,
+  },
+  (t) => [
+    index('subscriptions_tenant_user_idx').on(t.tenantId, t.userId),
+    index('subscriptions_active_idx').on(t.active, t.tenantId),
+  ],
+)
+
+export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'skipped'
+
+/**
+ * The durable delivery queue and its history: one row per (subscription, event), sent in `id`
+ * order (= `seq` order) per subscription; a `pending` row at the head holds the rows behind it.
+ * `payload` is set only for events that are not in the log (the `ping` of the test route, the
+ * `events.expired` notice); log events are read from `events` when sent.
+ */
+export const subscriptionDeliveries = sqliteTable(
+  'subscription_deliveries',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    tenantId: text().notNull(),
+    subscriptionId: integer()
+      .notNull()
+      .references(() => subscriptions.id, { onDelete: 'cascade' }),
+    /** X-Delivery-Id: the same on every attempt of this delivery. */
+    deliveryId: text().notNull(),
+    eventSeq: integer(),
+    eventType: text().notNull(),
+    payload: text(),
+    status: text().$type<DeliveryStatus>().notNull(),
+    attempts: integer().notNull().default(0),
+    nextAttemptAt: text(),
+    lastAttemptAt: text(),
+    statusCode: integer(),
+    durationMs: integer(),
+    error: text(),
+    ...timestamps,
+  },
+  (t) => [
+    index('subscription_deliveries_queue_idx').on(t.subscriptionId, t.status, t.id),
+    uniqueIndex('subscription_deliveries_event_idx').on(t.subscriptionId, t.eventSeq),
+    index('subscription_deliveries_updated_idx').on(t.updatedAt),
+  ],
+)

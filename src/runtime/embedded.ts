@@ -28,8 +28,9 @@ export interface PanelService {
   /** The whole API (`/api/*`, `/health`, `/docs`); mount it with `host.route('/panels-api', service.app)`. */
   readonly app: ServiceApp
   /**
-   * One scheduler step, the one the loop and the Workers cron run: recovers interrupted syncs, runs
-   * the sources whose schedule is due at `now` (default: the clock), recomputes stale panels.
+   * One scheduler step, the one the loop and the Workers cron run: sends the outbound webhook
+   * deliveries that are due, recovers interrupted syncs, runs the sources whose schedule is due at
+   * `now` (default: the clock), recomputes stale panels.
    */
   runDueSyncs(now?: Date): Promise<DueSyncsReport>
   /**

@@ -1,5 +1,6 @@
 import type { Deps } from '../deps.ts'
 import { recoverInterruptedSyncs } from '../modules/datasources/datasources.sync.ts'
+import { watchSubscribedTenants } from '../modules/subscriptions/subscriptions.kick.ts'
 import { runDueSyncs } from '../scheduler/run-due-syncs.ts'
 
 /**
@@ -17,13 +18,21 @@ export function startScheduler(deps: Deps) {
     ),
     { what: 'sync recovery' },
   )
+  // Deliveries right after a commit of this process, for tenants with subscriptions (docs/live.md).
+  deps.defer(watchSubscribedTenants(deps), { what: 'webhook watch' })
   if (!deps.config.syncScheduler) return { stop: () => {} }
   let busy = false
   const timer = setInterval(() => {
     if (busy) return
     busy = true
     const step = runDueSyncs(deps)
-      .then((r) => r.started + r.recovered + r.recomputed > 0 && deps.log.info('scheduler step', { ...r }))
+      .then(async (r) => {
+        await watchSubscribedTenants(deps)
+        return r
+      })
+      .then(
+        (r) => r.started + r.recovered + r.recomputed + r.webhooks.subscriptions > 0 && deps.log.info('scheduler step', { ...r }),
+      )
       .finally(() => {
         busy = false
       })

@@ -6,6 +6,7 @@ import { isConflict } from '../errors.ts'
 import { pruneAccessRecords } from '../modules/audit/audit.service.ts'
 import { recoverInterruptedSyncs, runSync } from '../modules/datasources/datasources.sync.ts'
 import { pruneEvents } from '../modules/events/events.retention.ts'
+import { deliverDueWebhooks } from '../modules/subscriptions/subscriptions.queue.ts'
 import { expireDuePublications } from '../modules/views/views.expiry.ts'
 import { recomputeStalePanels } from '../rowstore/materialise.ts'
 import type { DueSyncsReport } from './due-syncs-report.ts'
@@ -14,7 +15,7 @@ export type { DueSyncsReport }
 
 /**
  * The scheduler's one step, shared by the interval loop (Node, Deno) and the cron trigger
- * (Workers): recovers syncs whose lease ran out, runs the sources whose `nextSyncAt` is due, one
+ * (Workers): sends the outbound webhook deliveries that are due, recovers syncs whose lease ran out, runs the sources whose `nextSyncAt` is due, one
  * after another, oldest first, at most `limit` per call, then recomputes panels left stale, ends
  * publications past their expiry and deletes expired access records (a bounded batch per step). A
  * source another runner holds is skipped (its lease decides). Sources of deleted panels are never run.
@@ -30,7 +31,10 @@ export async function runDueSyncs(deps: Deps, now: Date = deps.clock.now(), limi
     skipped: 0,
     auditPruned: 0,
     eventsPruned: 0,
+    webhooks: { subscriptions: 0, delivered: 0, retried: 0, failed: 0, disabled: 0, pruned: 0 },
   }
+  // Deliveries first: they are bounded per step and waiting for them, while syncs are not.
+  report.webhooks = await deliverDueWebhooks(deps, { now })
   report.recovered = await recoverInterruptedSyncs(deps.db, now)
   const at = now.toISOString()
   const due = await deps.db

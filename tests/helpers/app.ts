@@ -1,3 +1,4 @@
+import type { Client } from '@libsql/client'
 import { createStorage, type Storage } from 'unstorage'
 import memoryDriver from 'unstorage/drivers/memory'
 import { type App, createApp } from '../../src/app.ts'
@@ -43,6 +44,8 @@ export interface TestAppOptions {
   filesDir?: string
   /** The database client: `PANEL_TEST_DB` by default (testDatabaseClient). */
   database?: TestDatabase
+  /** A database client of the test (e.g. on a file another app also opens); `database` is then ignored. */
+  client?: Client
 }
 
 /** The app under test, what it was built from, and ways into its database, clock and logs. */
@@ -74,7 +77,7 @@ export async function makeTestApp(options: TestAppOptions = {}): Promise<TestApp
     LOG_LEVEL: 'info',
     ...options.env,
   })
-  const client = await testDatabaseClient(options.database)
+  const client = options.client ?? (await testDatabaseClient(options.database))
   const db = createDb(client)
   await applyMigrations(db)
   const clock = options.clock ?? testClock()

@@ -10,7 +10,8 @@ import { bearer } from './smoke.ts'
  * The scale-out deployment (docs/live.md "Several instances"): two Node processes on one libSQL
  * file. A stream on instance A receives an event committed through instance B — a real write
  * (renaming a view emits `view.updated`) — woken through Redis (pub/sub) well within a second, and
- * without Redis by polling the log (≤ 1 s). Loopback only; processes and files are removed after.
+ * without Redis by polling the log (≤ 1 s); with Redis as the shared cache, a view A cached is read
+ * anew after B renames it. Loopback only; processes and files are removed after.
  */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -131,5 +132,21 @@ describe.each([
       latencies.map((l) => Math.round(l)),
     )
     for (const l of latencies) expect(l).toBeLessThan(boundMs)
+    if (!withRedis) return
+    // The shared cache: a view A has cached, renamed through B, is read anew on A (never hidden
+    // by what A cached before B's write).
+    const nameOn = async (port: number) => {
+      const res = await fetch(`http://127.0.0.1:${port}/api/views/${view.id}`, { headers })
+      return ((await res.json()) as { name: string }).name
+    }
+    expect(await nameOn(portA)).toBe(`v${ROUNDS}`)
+    expect(await nameOn(portA)).toBe(`v${ROUNDS}`)
+    const renamed = await fetch(`http://127.0.0.1:${portB}/api/views/${view.id}`, {
+      method: 'PUT',
+      headers,
+      body: JSON.stringify({ name: 'renamed on B' }),
+    })
+    expect(renamed.status).toBe(200)
+    expect(await nameOn(portA)).toBe('renamed on B')
   })
 })

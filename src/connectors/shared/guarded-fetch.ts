@@ -13,14 +13,48 @@ export interface GuardedFetchOptions {
   resolveHost?: ResolveHost
   /** ALLOW_PRIVATE_NETWORK_SOURCES: skip the address checks (scheme and redirect limits stay). */
   allowPrivate: boolean
+  /** false: a redirect is answered as it is, never followed (outbound webhooks). Default true. */
+  followRedirects?: boolean
+  /** What the refusal message says private addresses are not allowed for (default: data sources). */
+  purpose?: string
 }
 
 export type GuardedFetch = (input: string | URL, init?: RequestInit) => Promise<Response>
 
-const refuse = (host: string, reason: string) =>
+const refuse = (host: string, reason: string, purpose = 'data sources') =>
   new ConnectorError(
-    `Refusing to connect to ${host}: it is a ${reason} address, and private network addresses are not allowed for data sources (ALLOW_PRIVATE_NETWORK_SOURCES=false)`,
+    `Refusing to connect to ${host}: it is a ${reason} address, and private network addresses are not allowed for ${purpose} (ALLOW_PRIVATE_NETWORK_SOURCES=false)`,
   )
+
+/**
+ * The guard's check of one URL without fetching it (the same rules as every hop of a guarded
+ * fetch): throws a ConnectorError naming why the URL is refused. Used to validate a URL when it is
+ * stored (outbound webhook subscriptions) as well as when it is called.
+ */
+export async function checkOutboundUrl(url: URL, options: Omit<GuardedFetchOptions, 'fetch' | 'followRedirects'>) {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConnectorError(`Only http and https URLs are allowed, not ${url.protocol.replace(/:$/, '')}`)
+  }
+  if (options.allowPrivate) return
+  const host = url.hostname.replace(/\.$/, '').toLowerCase()
+  if (host === 'localhost' || host.endsWith('.localhost')) throw refuse(host, 'loopback', options.purpose)
+  if (isIpLiteral(host)) {
+    const reason = nonPublicReason(host)
+    if (reason) throw refuse(host, reason, options.purpose)
+    return
+  }
+  if (!options.resolveHost) return
+  let addresses: string[]
+  try {
+    addresses = await options.resolveHost(host)
+  } catch {
+    throw new ConnectorError(`Could not resolve host ${host}`)
+  }
+  for (const address of addresses) {
+    const reason = nonPublicReason(address)
+    if (reason) throw refuse(`${host} (${address})`, reason, options.purpose)
+  }
+}
 
 /**
  * The only way connectors reach the network (DATA-ENGINE: safety rules). Refuses non-http(s)
@@ -31,30 +65,7 @@ const refuse = (host: string, reason: string) =>
  * DNS answer that changes in between (rebinding) is not caught; an egress firewall covers that.
  */
 export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
-  async function check(url: URL) {
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      throw new ConnectorError(`Only http and https URLs are allowed, not ${url.protocol.replace(/:$/, '')}`)
-    }
-    if (options.allowPrivate) return
-    const host = url.hostname.replace(/\.$/, '').toLowerCase()
-    if (host === 'localhost' || host.endsWith('.localhost')) throw refuse(host, 'loopback')
-    if (isIpLiteral(host)) {
-      const reason = nonPublicReason(host)
-      if (reason) throw refuse(host, reason)
-      return
-    }
-    if (!options.resolveHost) return
-    let addresses: string[]
-    try {
-      addresses = await options.resolveHost(host)
-    } catch {
-      throw new ConnectorError(`Could not resolve host ${host}`)
-    }
-    for (const address of addresses) {
-      const reason = nonPublicReason(address)
-      if (reason) throw refuse(`${host} (${address})`, reason)
-    }
-  }
+  const check = (url: URL) => checkOutboundUrl(url, options)
 
   return async function guardedFetch(input, init = {}) {
     let url: URL
@@ -70,7 +81,7 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
       await check(url)
       const res = await options.fetch(url, { ...init, method, body, headers, redirect: 'manual' })
       const location = res.headers.get('location')
-      if (!REDIRECT_STATUSES.has(res.status) || !location) return res
+      if (!REDIRECT_STATUSES.has(res.status) || !location || options.followRedirects === false) return res
       await res.body?.cancel().catch(() => {})
       if (hop >= MAX_REDIRECTS) throw new ConnectorError(`Too many redirects (more than ${MAX_REDIRECTS})`)
       const next = new URL(location, url)

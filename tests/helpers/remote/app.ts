@@ -30,6 +30,7 @@ function refuse(options: TestAppOptions) {
     options.fetch && 'an injected fetch (the server makes its own requests)',
     options.storage && 'a cache storage of the test (the server has its own)',
     options.filesDir && 'a files folder of the test',
+    options.client && 'a database client of the test',
   ].filter(Boolean)
   if (unsupported.length > 0) {
     throw new Error(

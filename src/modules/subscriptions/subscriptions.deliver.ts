@@ -1,0 +1,130 @@
+import { createGuardedFetch } from '../../connectors/shared/guarded-fetch.ts'
+import type { ServiceDeps } from '../../context.ts'
+import { signBody } from './subscriptions.sign.ts'
+import { urlRefusal, WEBHOOK_PURPOSE } from './subscriptions.url.ts'
+
+/** The event as delivered (LIVE.md "Events"): the feed's JSON, optional ids left out when absent. */
+export interface OutboundEvent {
+  id: string
+  seq?: number
+  type: string
+  tenantId: string
+  occurredAt: string
+  panelId?: number
+  viewId?: number
+  dataSourceId?: number
+  data: unknown
+}
+
+/** A row of `events` as read for delivery (snake_case straight from SQL). */
+export interface LoggedEvent {
+  seq: number
+  type: string
+  tenant_id: string
+  occurred_at: string
+  panel_id: number | null
+  view_id: number | null
+  data_source_id: number | null
+  data: string
+}
+
+export function toOutboundEvent(e: LoggedEvent): OutboundEvent {
+  const seq = Number(e.seq)
+  return {
+    id: String(seq),
+    seq,
+    type: e.type,
+    tenantId: e.tenant_id,
+    occurredAt: e.occurred_at,
+    ...(e.panel_id === null ? {} : { panelId: Number(e.panel_id) }),
+    ...(e.view_id === null ? {} : { viewId: Number(e.view_id) }),
+    ...(e.data_source_id === null ? {} : { dataSourceId: Number(e.data_source_id) }),
+    data: JSON.parse(e.data),
+  }
+}
+
+/** One POST to a subscriber. */
+export interface AttemptRequest {
+  url: string
+  secret: string
+  /** The raw body: exactly the bytes that are signed. */
+  body: string
+  eventId: string
+  eventType: string
+  deliveryId: string
+  attempt: number
+}
+
+/** How one attempt went: a 2xx acknowledges; anything else is a failure with its reason. */
+export interface AttemptOutcome {
+  ok: boolean
+  /** The service began to stop (`deps.stopping`) during the attempt: nothing is known of it. */
+  interrupted?: boolean
+  statusCode: number | null
+  durationMs: number
+  error: string | null
+}
+
+/**
+ * Sends one attempt (docs/live.md "Delivery"): POST with the signed body and the X-Event-*,
+ * X-Delivery-* headers, through the outbound network guard (the URL is checked again before every
+ * attempt), redirects not followed, WEBHOOK_TIMEOUT_MS for the answer's headers. Never throws: a
+ * refusal, a network error or a time-out is an outcome with `ok: false`. A stop of the service
+ * (`deps.stopping`) aborts the request: the outcome is `interrupted`, and the queue leaves the
+ * delivery as it was, to be sent again after the restart (at least once).
+ */
+export async function sendAttempt(deps: ServiceDeps, req: AttemptRequest): Promise<AttemptOutcome> {
+  const refusal = await urlRefusal(deps, req.url)
+  if (refusal) return { ok: false, statusCode: null, durationMs: 0, error: `Refused: ${refusal}` }
+  const timeoutMs = deps.config.webhooks.timeoutMs
+  const abort = new AbortController()
+  const timer = setTimeout(() => abort.abort(), timeoutMs)
+  const stop = () => abort.abort()
+  deps.stopping?.addEventListener('abort', stop)
+  const started = performance.now()
+  const elapsed = () => Math.round(performance.now() - started)
+  const guarded = createGuardedFetch({
+    fetch: deps.outbound.fetch,
+    resolveHost: deps.outbound.resolveHost,
+    allowPrivate: deps.config.allowPrivateNetworkSources,
+    followRedirects: false,
+    purpose: WEBHOOK_PURPOSE,
+  })
+  try {
+    const res = await guarded(req.url, {
+      method: 'POST',
+      body: req.body,
+      signal: abort.signal,
+      headers: {
+        'Content-Type': 'application/json',
+        'User-Agent': 'panels-webhooks/1',
+        'X-Event-Id': req.eventId,
+        'X-Event-Type': req.eventType,
+        'X-Delivery-Id': req.deliveryId,
+        'X-Delivery-Attempt': String(req.attempt),
+        'X-Signature-256': await signBody(req.secret, req.body),
+      },
+    })
+    await res.body?.cancel().catch(() => {})
+    const durationMs = elapsed()
+    if (res.status >= 200 && res.status < 300) return { ok: true, statusCode: res.status, durationMs, error: null }
+    const redirect = res.status >= 300 && res.status < 400 ? ' (redirects are not followed)' : ''
+    return { ok: false, statusCode: res.status, durationMs, error: `HTTP ${res.status}${redirect}` }
+  } catch (err) {
+    const durationMs = elapsed()
+    if (deps.stopping?.aborted)
+      return { ok: false, interrupted: true, statusCode: null, durationMs, error: 'Interrupted: the service is stopping' }
+    if (abort.signal.aborted) return { ok: false, statusCode: null, durationMs, error: `Timed out after ${timeoutMs} ms` }
+    return { ok: false, statusCode: null, durationMs, error: reasonOf(err) }
+  } finally {
+    clearTimeout(timer)
+    deps.stopping?.removeEventListener('abort', stop)
+  }
+}
+
+/** A network error's message with its cause's code where the runtime gives one ("fetch failed (ECONNREFUSED)"). */
+function reasonOf(err: unknown): string {
+  const message = (err as Error)?.message || String(err)
+  const code = (err as { cause?: { code?: unknown } })?.cause?.code
+  return typeof code === 'string' ? `${message} (${code})` : message
+}
