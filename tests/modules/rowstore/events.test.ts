@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import { describe, expect, it } from 'vitest'
-import { appendEvents, appendEventsFrom } from '../../src/rowstore/events.ts'
-import { makeTestApp } from '../helpers/app.ts'
+import { appendEvents, appendEventsFrom } from '../../../src/rowstore/events.ts'
+import { makeTestApp } from '../../helpers/app.ts'
 
 const AT = '2026-01-01T12:00:00.000Z'
 

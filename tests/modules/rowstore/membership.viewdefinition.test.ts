@@ -1,8 +1,8 @@
 import { createHmac } from 'node:crypto'
 import { sql } from 'drizzle-orm'
 import { beforeAll, describe, expect, it } from 'vitest'
-import { makeTestApp, type TestApp } from '../helpers/app.ts'
-import { clientFor, type TestClient } from '../helpers/http.ts'
+import { makeTestApp, type TestApp } from '../../helpers/app.ts'
+import { clientFor, type TestClient } from '../../helpers/http.ts'
 
 /**
  * Membership over the rows of a panel defined by a ViewDefinition (several rows per record, keyed

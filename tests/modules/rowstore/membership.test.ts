@@ -1,8 +1,8 @@
 import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { makeTestApp, type TestApp } from '../helpers/app.ts'
-import { clientFor, type TestClient } from '../helpers/http.ts'
-import { type FixtureServer, sendJson, startJsonServer } from '../helpers/servers.ts'
+import { makeTestApp, type TestApp } from '../../helpers/app.ts'
+import { clientFor, type TestClient } from '../../helpers/http.ts'
+import { type FixtureServer, sendJson, startJsonServer } from '../../helpers/servers.ts'
 
 /**
  * The row store's write path and the change feed (LIVE.md): every write moves view membership in
