@@ -92,6 +92,7 @@ export async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
   let pendingCursor: { value: unknown } | undefined
   const cctx: ConnectorContext = {
     signal,
+    cache: sourceCache(ctx, source),
     fetch: createGuardedFetch({
       fetch: ctx.outbound.fetch,
       resolveHost: ctx.outbound.resolveHost,
@@ -99,7 +100,6 @@ export async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
     }),
     log: ctx.log,
     now: () => ctx.clock.now(),
-    cache: sourceCache(ctx, source),
     files: ctx.files,
     runtime: ctx.runtime,
     allowPrivateNetwork: ctx.config.allowPrivateNetworkSources,

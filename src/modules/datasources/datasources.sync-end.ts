@@ -54,6 +54,33 @@ export async function finish(
     truncated: counts.truncated.length > 0,
     error: counts.truncated.length > 0 ? `Stopped early: ${counts.truncated.join('; ')}` : null,
   }
+  // The lifecycle's own statements: the source switched and released, the SYNC change, the notice.
+  const switched = ctx.db
+    .update(dataSources)
+    .set({
+      currentGeneration: generation,
+      syncStatus: 'success',
+      lastSyncAt: now,
+      nextSyncAt: nextSyncAt(source.config, ctx.clock.now()),
+      errorMessage: null,
+      leaseRunId: null,
+      leaseExpiresAt: null,
+    })
+    .where(and(eq(dataSources.id, source.id), eq(dataSources.leaseRunId, run.id)))
+  const change = changeInsert(ctx, {
+    panelId: source.panelId,
+    entityType: 'DataSource',
+    entityId: source.id,
+    action: 'SYNC',
+    changes: {
+      recordsProcessed: { newValue: counts.rowsWritten },
+      syncStatus: { oldValue: source.syncStatus, newValue: 'success' },
+    },
+  })
+  const notice = options.notify
+    ? [notifyViewOwners(ctx, { panelId: source.panelId, type: 'DATA_CHANGED', impact: 'info', message })]
+    : []
+  // The row store's: identities, membership and events of the switch, in the same batch.
   const leased = sql`EXISTS (SELECT 1 FROM data_sources WHERE id = ${source.id} AND lease_run_id = ${run.id})`
   const write = syncWrite(ctx, source, run, now)
   const membership = incremental
@@ -64,18 +91,7 @@ export async function finish(
     : generationSwitchIdentities(write, source.id, source.currentGeneration, run.generation, leased)
   await ctx.db.batch([
     ...[...(membership?.before ?? []), ...identities].map((q) => ctx.db.run(q)),
-    ctx.db
-      .update(dataSources)
-      .set({
-        currentGeneration: generation,
-        syncStatus: 'success',
-        lastSyncAt: now,
-        nextSyncAt: nextSyncAt(source.config, ctx.clock.now()),
-        errorMessage: null,
-        leaseRunId: null,
-        leaseExpiresAt: null,
-      })
-      .where(and(eq(dataSources.id, source.id), eq(dataSources.leaseRunId, run.id))),
+    switched,
     ...(membership?.after ?? []).map((q) => ctx.db.run(q)),
     ctx.db
       .delete(records)
@@ -93,19 +109,8 @@ export async function finish(
       sql`EXISTS (SELECT 1 FROM sync_runs WHERE id = ${run.id} AND status = 'syncing')`,
     ).map((q) => ctx.db.run(q)),
     ctx.db.update(syncRuns).set(ended).where(eq(syncRuns.id, run.id)),
-    changeInsert(ctx, {
-      panelId: source.panelId,
-      entityType: 'DataSource',
-      entityId: source.id,
-      action: 'SYNC',
-      changes: {
-        recordsProcessed: { newValue: counts.rowsWritten },
-        syncStatus: { oldValue: source.syncStatus, newValue: 'success' },
-      },
-    }),
-    ...(options.notify
-      ? [notifyViewOwners(ctx, { panelId: source.panelId, type: 'DATA_CHANGED', impact: 'info', message })]
-      : []),
+    change,
+    ...notice,
   ] as unknown as Parameters<typeof ctx.db.batch>[0])
   ctx.live.committed(source.tenantId)
   return outcome(ctx, source, run, counts.rowsWritten, message)

@@ -96,7 +96,8 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
 
 /** beginSync + executeSync: the sync a request waits for (create, POST …/sync). */
 export async function runSync(ctx: ServiceContext, source: DataSourceRow, trigger: SyncTrigger): Promise<SyncOutcome> {
-  return executeSync(ctx, source, await beginSync(ctx, source, trigger))
+  const run = await beginSync(ctx, source, trigger)
+  return executeSync(ctx, source, run)
 }
 
 /**
