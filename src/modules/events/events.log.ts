@@ -14,6 +14,12 @@ const COLUMNS = sql.raw(
   'seq, type, occurred_at AS "occurredAt", panel_id AS "panelId", view_id AS "viewId", data_source_id AS "dataSourceId", data',
 )
 
+/** One event of a tenant's log by its seq (an outbound delivery's), if still retained. */
+export async function readEvent(db: Db, tenantId: string, seq: number): Promise<LoggedEvent | undefined> {
+  const [event] = await db.all<LoggedEvent>(sql`SELECT ${COLUMNS} FROM events WHERE tenant_id = ${tenantId} AND seq = ${seq}`)
+  return event ? { ...event, seq: Number(event.seq) } : undefined
+}
+
 /** Where a tenant's log stands: the last seq given (kept past pruning) and the oldest retained. */
 export interface LogPosition {
   head: number

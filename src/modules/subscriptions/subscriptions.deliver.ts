@@ -3,46 +3,6 @@ import type { ServiceDeps } from '../../context.ts'
 import { signBody } from './subscriptions.sign.ts'
 import { urlRefusal, WEBHOOK_PURPOSE } from './subscriptions.url.ts'
 
-/** The event as delivered (LIVE.md "Events"): the feed's JSON, optional ids left out when absent. */
-export interface OutboundEvent {
-  id: string
-  seq?: number
-  type: string
-  tenantId: string
-  occurredAt: string
-  panelId?: number
-  viewId?: number
-  dataSourceId?: number
-  data: unknown
-}
-
-/** A row of `events` as read for delivery (snake_case straight from SQL). */
-export interface LoggedEvent {
-  seq: number
-  type: string
-  tenant_id: string
-  occurred_at: string
-  panel_id: number | null
-  view_id: number | null
-  data_source_id: number | null
-  data: string
-}
-
-export function toOutboundEvent(e: LoggedEvent): OutboundEvent {
-  const seq = Number(e.seq)
-  return {
-    id: String(seq),
-    seq,
-    type: e.type,
-    tenantId: e.tenant_id,
-    occurredAt: e.occurred_at,
-    ...(e.panel_id === null ? {} : { panelId: Number(e.panel_id) }),
-    ...(e.view_id === null ? {} : { viewId: Number(e.view_id) }),
-    ...(e.data_source_id === null ? {} : { dataSourceId: Number(e.data_source_id) }),
-    data: JSON.parse(e.data),
-  }
-}
-
 /** One POST to a subscriber. */
 export interface AttemptRequest {
   url: string

@@ -2,8 +2,10 @@ import { and, asc, eq, sql } from 'drizzle-orm'
 import type { ServiceDeps } from '../../context.ts'
 import { rowsAffected } from '../../db/client.ts'
 import { subscriptionDeliveries, subscriptions } from '../../db/schema.ts'
+import { readEvent } from '../events/events.log.ts'
+import { toEventDto } from '../events/events.schemas.ts'
 import { type EventScope, ownerContext, readableMemo } from './subscriptions.access.ts'
-import { type AttemptOutcome, type LoggedEvent, sendAttempt, toOutboundEvent } from './subscriptions.deliver.ts'
+import { type AttemptOutcome, sendAttempt } from './subscriptions.deliver.ts'
 import { ALL_EVENTS, type DeliveryRow, type SubscriptionRow } from './subscriptions.schemas.ts'
 
 /**
@@ -260,13 +262,12 @@ async function deliverHead(deps: ServiceDeps, job: HeadJob): Promise<HeadResult>
   let body = head.payload
   let eventId = ''
   if (body === null) {
-    const [event] = await deps.db.all<LoggedEvent>(sql`
-      SELECT seq, type, tenant_id, occurred_at, panel_id, view_id, data_source_id, data FROM events
-      WHERE tenant_id = ${sub.tenantId} AND seq = ${head.eventSeq}`)
+    const event = await readEvent(deps.db, sub.tenantId, Number(head.eventSeq))
     if (!event) return pass(deps, job, 'failed', `Event ${head.eventSeq} is no longer retained (events retention)`)
-    const scope = { type: event.type, panelId: nullableNumber(event.panel_id), viewId: nullableNumber(event.view_id) }
+    const scope = { type: event.type, panelId: nullableNumber(event.panelId), viewId: nullableNumber(event.viewId) }
     if (!(await job.readable(scope))) return pass(deps, job, 'skipped', 'The owner may no longer read this event')
-    body = JSON.stringify(toOutboundEvent(event))
+    // The same JSON the feed answers (events.schemas.ts): a receiver sees one shape everywhere.
+    body = JSON.stringify(toEventDto(sub.tenantId, event))
     eventId = String(head.eventSeq)
   } else {
     eventId = String((JSON.parse(body) as { id: unknown }).id)
