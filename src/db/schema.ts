@@ -78,6 +78,13 @@ export const dataSources = sqliteTable(
     nextSyncAt: text(),
     /** The generation of records readers see (DATA-ENGINE: generation switch). */
     currentGeneration: integer().notNull().default(0),
+    /**
+     * A digest of the current generation's rows (keys, cells, errors) as the full sync that wrote it
+     * computed them; null when unknown or when anything rewrote rows in place since (a recompute, an
+     * incremental write). A full sync whose rows have the same digest changed nothing: it lists no
+     * identities for the views' membership (src/rowstore/digest.ts).
+     */
+    generationDigest: text(),
     /** Lease: the run holding the source and until when (DATA-ENGINE: one runner at a time). */
     leaseRunId: integer(),
     leaseExpiresAt: text(),

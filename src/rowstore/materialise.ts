@@ -190,6 +190,7 @@ export async function recomputePanel(
           UPDATE records SET cells = j.value -> 1, errors = nullif(j.value -> 2, 'null'), cells_version = ${plan.version}
           FROM json_each(${JSON.stringify(changed)}) j
           WHERE records.id = j.value ->> 0 AND +records.tenant_id = ${tenantId}`),
+        db.run(forgetDigests(tenantId, panelId)),
         ...moves.after.map((q) => db.run(q)),
       ] as unknown as Parameters<typeof db.batch>[0])
       live?.committed(tenantId)
@@ -229,6 +230,11 @@ export async function recomputeAfterColumnChange(ctx: ServiceContext, panelId: n
   }
   ctx.defer(run(), { what: 'recompute', tenantId: ctx.scope.tenantId, panelId })
 }
+
+/** Rows rewritten in place: the panel's generations no longer match the digests of their full syncs. */
+const forgetDigests = (tenantId: string, panelId: number) =>
+  sql`UPDATE data_sources SET generation_digest = NULL
+    WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} AND generation_digest IS NOT NULL`
 
 /** Columns changed while a sync wrote rows with the older plan: bring those rows up to date. */
 export async function catchUpColumnChanges(ctx: ServiceContext, panelId: number, plan: PanelPlan) {
@@ -306,7 +312,7 @@ async function rebuildBatch(
     statements.push(...insertRowStatements({ tenantId, panelId, ...target }, payload, plan.version, now, 'replace'))
   }
   if (statements.length > 0) {
-    const all = [...moves.before, ...identities, ...statements, ...moves.after]
+    const all = [...moves.before, ...identities, ...statements, forgetDigests(tenantId, panelId), ...moves.after]
     await db.batch(all.map((s) => db.run(s)) as unknown as Parameters<typeof db.batch>[0])
   }
   return change.deleteIds.length + change.updates.length + change.inserts.reduce((n, g) => n + g.rows.length, 0)

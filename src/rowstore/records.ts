@@ -2,6 +2,7 @@ import { type SQL, sql } from 'drizzle-orm'
 import { evaluatePath } from '../connectors/shared/json-path.ts'
 import type { SourceRecord } from '../connectors/types.ts'
 import type { dataSources } from '../db/schema.ts'
+import type { GenerationDigest } from './digest.ts'
 import { staleRowStatements, storedRowsOf } from './expand.ts'
 import { type PanelPlan, prepareRows, rowOf } from './materialise.ts'
 
@@ -71,6 +72,8 @@ export interface KeyedRecord {
 export interface RowWriter {
   plan: PanelPlan
   now: Date
+  /** A full sync's digest of the rows it stores (digest.ts). */
+  digest?: GenerationDigest
 }
 
 /** SHA-256 hex of a text: the runtime's synchronous digest, else WebCrypto (the same digest). */
@@ -200,7 +203,9 @@ export async function upsertStatements(
   const payload = stored.map((r): RowPayload => {
     const row = rowOf(rows.plan, source.id, r.data, rows.now, r)
     const errors = row.errors.length > 0 ? JSON.stringify(row.errors) : 'null'
-    return { key: r.key, recordKey: r.recordKey, data: r.json, cells: JSON.stringify(row.cells), errors }
+    const cells = JSON.stringify(row.cells)
+    rows.digest?.add(r.key, cells, errors)
+    return { key: r.key, recordKey: r.recordKey, data: r.json, cells, errors }
   })
   const target = { tenantId: source.tenantId, panelId: source.panelId, dataSourceId: source.id, generation }
   const stale = rows.plan.view

@@ -4,6 +4,7 @@ import { type Connector, type ConnectorContext, ConnectorError, type SourceRecor
 import type { ServiceContext } from '../context.ts'
 import { type dataSources, type syncRuns, syncRuns as syncRunsTable } from '../db/schema.ts'
 import { isoNow } from '../lib/clock.ts'
+import { GenerationDigest } from './digest.ts'
 import { deleteIdentities, upsertIdentities, writtenRowIdentities } from './identities.ts'
 import type { PanelPlan } from './materialise.ts'
 import { membershipStatements, type PanelMembership, type RowWrite, writeToken } from './membership.ts'
@@ -83,7 +84,7 @@ export interface SyncJob {
 }
 
 /** Reads the connector batch by batch; each batch commits with lease renewal, counters and cursor. */
-export async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
+export async function readAndWrite(ctx: ServiceContext, job: SyncJob): Promise<string | undefined> {
   const { source, run, counts, incremental } = job
   const limits = ctx.config.syncLimits
   const timeout = AbortSignal.timeout(limits.timeoutMs)
@@ -116,7 +117,8 @@ export async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
   }
   const keyField = typeof job.plain.keyField === 'string' && job.plain.keyField !== '' ? job.plain.keyField : undefined
   const seen: KeySet = newKeySet()
-  const rows = { plan: job.plan, now: ctx.clock.now() }
+  // A full sync digests the rows it stores, so its end can tell an unchanged generation at once.
+  const rows = { plan: job.plan, now: ctx.clock.now(), digest: incremental ? undefined : new GenerationDigest() }
   try {
     for await (const batch of job.connector.read(job.config, cctx)) {
       counts.rowsRead += batch.length
@@ -144,6 +146,7 @@ export async function readAndWrite(ctx: ServiceContext, job: SyncJob) {
       await commitBatch(ctx, run, statements, counts, incremental)
       if (ctx.stopping?.aborted) throw new SyncInterrupted()
     }
+    return rows.digest?.toString()
   } catch (err) {
     if (ctx.stopping?.aborted && !(err instanceof SyncCancelled)) throw new SyncInterrupted()
     if (timeout.aborted && !(err instanceof SyncCancelled)) {
@@ -207,6 +210,8 @@ async function incrementalStatements(
       upserts.map((r) => r.key),
     ),
     ...membership.after,
+    // Rows rewritten in place: the generation no longer matches the digest of its full sync.
+    sql`UPDATE data_sources SET generation_digest = NULL WHERE id = ${source.id} AND generation_digest IS NOT NULL`,
   ]
 }
 

@@ -31,12 +31,14 @@ export interface Ended {
   run: SyncRunRow
   counts: Counts
   incremental: boolean
+  /** A full sync's digest of the rows it wrote (src/rowstore/digest.ts). */
+  digest?: string
 }
 
 /** Success: switch generation (full) with its membership step, end the run, record the SYNC change, notify — one batch. */
 export async function finish(
   ctx: ServiceContext,
-  { source, run, counts, incremental }: Ended,
+  { source, run, counts, incremental, digest }: Ended,
   durationMs: number,
   options: { notify?: boolean } = {},
 ): Promise<SyncOutcome> {
@@ -65,6 +67,7 @@ export async function finish(
       errorMessage: null,
       leaseRunId: null,
       leaseExpiresAt: null,
+      generationDigest: incremental ? null : (digest ?? null),
     })
     .where(and(eq(dataSources.id, source.id), eq(dataSources.leaseRunId, run.id)))
   const change = changeInsert(ctx, {
@@ -86,9 +89,10 @@ export async function finish(
   const membership = incremental
     ? undefined
     : membershipStatements(await loadPanelMembership(ctx.db, source.tenantId, source.panelId), write)
-  const identities = incremental
-    ? []
-    : generationSwitchIdentities(write, source.id, source.currentGeneration, run.generation, leased)
+  // Rows with the digest of the visible generation's are those rows: nothing to compare.
+  const unchanged = digest !== undefined && source.generationDigest === digest
+  const identities =
+    incremental || unchanged ? [] : generationSwitchIdentities(write, source.id, source.currentGeneration, run.generation, leased)
   await ctx.db.batch([
     ...[...(membership?.before ?? []), ...identities].map((q) => ctx.db.run(q)),
     switched,

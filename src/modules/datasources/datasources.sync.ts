@@ -65,6 +65,7 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
   const counts: Counts = { rowsRead: 0, rowsWritten: 0, rowsDeleted: 0, truncated: [] }
   let incremental = false
   let plan: PanelPlan | undefined
+  let digest: string | undefined
   try {
     const connector = connectorFor(source.type)
     if (!connector) throw new ConnectorError(notAvailableMessage(source.type))
@@ -81,7 +82,17 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
     plan = await loadPanelPlan(ctx.db, source.tenantId, source.panelId)
     // An incremental sync writes the visible generation: each batch moves the views' membership.
     const membership = incremental ? await loadPanelMembership(ctx.db, source.tenantId, source.panelId) : undefined
-    await readAndWrite(ctx, { source, run, connector, config: parsed.data, plain, incremental, counts, plan, membership })
+    digest = await readAndWrite(ctx, {
+      source,
+      run,
+      connector,
+      config: parsed.data,
+      plain,
+      incremental,
+      counts,
+      plan,
+      membership,
+    })
     if (!incremental) await countGeneration(ctx.db, source.id, run.generation, counts)
   } catch (err) {
     if (err instanceof SyncInterrupted) return handBack(ctx, source, run, counts)
@@ -89,7 +100,7 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
     const message = cancelled ? 'Synchronisation cancelled' : errorMessageOf(ctx, source, run, err)
     return fail(ctx, { source, run, counts, incremental }, cancelled ? 'cancelled' : 'error', message, Date.now() - started)
   }
-  const outcome = await finish(ctx, { source, run, counts, incremental }, Date.now() - started)
+  const outcome = await finish(ctx, { source, run, counts, incremental, digest }, Date.now() - started)
   if (plan) await catchUpColumnChanges(ctx, source.panelId, plan)
   return outcome
 }

@@ -1,0 +1,1 @@
+ALTER TABLE `data_sources` ADD `generation_digest` text;
