@@ -2,6 +2,7 @@
  * One build's run of the sync part of `npm run bench:live`, in its own process: a panel with 10
  * base columns and 3 views over a 100,000-row CSV source, synchronised once; then measured:
  *   nochange  the same file synchronised again (no row moves in or out of any view)
+ *   touched   a file where 10,000 rows change a value no view filters on (no moves; row.updated)
  *   moves     a file where 10,000 rows cross the first view's filter (in and out)
  * Runs against whichever source tree it is bundled from (this checkout, or the baseline commit's),
  * so it uses only service functions both have. Prints one JSON line.
@@ -20,7 +21,7 @@ import { sha256Hex } from '../src/runtime/node-crypto.ts'
 import { nodeFileStore } from '../src/runtime/node-files.ts'
 import { openDatabase } from '../src/runtime/node-primitives.ts'
 
-const [dir, name, same, moved] = process.argv.slice(2)
+const [dir, name, same, moved, touched] = process.argv.slice(2)
 
 const FIELDS = ['id', 'family', 'given', 'gender', 'birthDate', 'city', 'postalCode', 'mrn', 'hba1c', 'lastVisit']
 const TYPES: Record<string, string> = { birthDate: 'date', lastVisit: 'date', hba1c: 'number' }
@@ -74,7 +75,11 @@ async function main() {
     { columnTitle: 'gender', operator: 'equals', value: 'female' },
     { columnTitle: 'lastVisit', operator: 'greaterThanOrEqual', value: '2026-03-01' },
   ])
-  const source = await createDataSource(ctx, panel.id, { type: 'csv', config: { filePath: same, format: 'csv' } } as never)
+  // Keyed by id, so a changed row keeps its identity (a keyless row's key is its content's hash).
+  const source = await createDataSource(ctx, panel.id, {
+    type: 'csv',
+    config: { filePath: same, format: 'csv', keyField: 'id' },
+  } as never)
   if (source.syncStatus !== 'success') throw new Error(`initial sync: ${source.syncStatus} ${source.errorMessage}`)
   const timed = async () => {
     const t0 = performance.now()
@@ -84,6 +89,17 @@ async function main() {
     return seconds
   }
   const nochange = await timed()
+  // 10,000 rows change a value no view filters on (no row moves in or out; views showing it update).
+  await client.execute({
+    sql: `UPDATE data_sources SET config = json_set(config, '$.filePath', ?) WHERE id = ?`,
+    args: [touched, source.id],
+  })
+  const touchedSeconds = await timed()
+  await client.execute({
+    sql: `UPDATE data_sources SET config = json_set(config, '$.filePath', ?) WHERE id = ?`,
+    args: [same, source.id],
+  })
+  await timed()
   const events = async () => {
     try {
       const r = await client.execute(`SELECT count(*) AS n FROM events WHERE type LIKE 'row.%'`)
@@ -92,7 +108,27 @@ async function main() {
       return null // the baseline build has no change feed
     }
   }
+  const breakdown = async (after: number) => {
+    try {
+      const r = await client.execute({
+        sql: `SELECT v.name || ' ' || e.type AS k, count(*) AS n FROM events e JOIN views v ON v.id = e.view_id
+              WHERE e.type LIKE 'row.%' AND e.seq > ? GROUP BY 1 ORDER BY 1`,
+        args: [after],
+      })
+      return Object.fromEntries(r.rows.map((x) => [String(x.k), Number(x.n)]))
+    } catch {
+      return null
+    }
+  }
+  const head = async () => {
+    try {
+      return Number((await client.execute('SELECT coalesce(max(seq), 0) AS n FROM events')).rows[0].n)
+    } catch {
+      return 0
+    }
+  }
   const before = await events()
+  const mark = await head()
   await client.execute({
     sql: `UPDATE data_sources SET config = json_set(config, '$.filePath', ?) WHERE id = ?`,
     args: [moved, source.id],
@@ -100,7 +136,17 @@ async function main() {
   const moves = await timed()
   const after = await events()
   const rowEvents = before === null || after === null ? null : after - before
-  console.log(JSON.stringify({ nochange, moves, rowEvents, peakRssMiB: process.resourceUsage().maxRSS / 1024 }))
+  const byView = await breakdown(mark)
+  console.log(
+    JSON.stringify({
+      nochange,
+      touched: touchedSeconds,
+      moves,
+      rowEvents,
+      byView,
+      peakRssMiB: process.resourceUsage().maxRSS / 1024,
+    }),
+  )
   await deps.close()
 }
 

@@ -261,18 +261,21 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
   const unchanged = sql`EXISTS (SELECT 1 FROM views WHERE id = ${view.id} AND membership_key IS ${view.key})`
   const panel = sql.raw(String(membership.panelId))
   return [
-    sql`INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row)
-      SELECT ${write.token}, ${view.id}, x.data_source_id, x.key,
-        CASE WHEN x.member_row IS NULL THEN 'entered'
-             WHEN json_remove(x.member_row, '$._id') IS NOT json_remove(x.row, '$._id') THEN 'updated' ELSE 'moved' END,
-        x.id, x.row
-      FROM (SELECT r.id, r.data_source_id, r.key, ${rowJson(view.shape)} AS row, m.row AS member_row, m.row_id AS member_id
-            FROM pending_changes c
-            JOIN records r ON ${currentRecord('c')}
-            LEFT JOIN view_members m ON m.view_id = ${view.id} AND m.data_source_id = r.data_source_id AND m.key = r.key
-            WHERE c.token = ${write.token} AND c.view_id = 0 AND r.panel_id = ${panel} AND ${unchanged} AND ${view.where}) x
-      WHERE x.member_row IS NULL OR x.member_id IS NOT x.id
-         OR json_remove(x.member_row, '$._id') IS NOT json_remove(x.row, '$._id')`,
+    // Each row built and compared once (MATERIALIZED), whatever the planner would inline.
+    sql`WITH x AS MATERIALIZED (
+        SELECT r.id, r.data_source_id, r.key, ${rowJson(view.shape)} AS row, m.row AS member_row, m.row_id AS member_id
+        FROM pending_changes c
+        JOIN records r ON ${currentRecord('c')}
+        LEFT JOIN view_members m ON m.view_id = ${view.id} AND m.data_source_id = r.data_source_id AND m.key = r.key
+        WHERE c.token = ${write.token} AND c.view_id = 0 AND r.panel_id = ${panel} AND ${unchanged} AND ${view.where}),
+      y AS MATERIALIZED (
+        SELECT x.data_source_id, x.key, x.id, x.row,
+          CASE WHEN x.member_row IS NULL THEN 'entered'
+               WHEN json_remove(x.member_row, '$._id') IS NOT json_remove(x.row, '$._id') THEN 'updated'
+               WHEN x.member_id IS NOT x.id THEN 'moved' END AS kind
+        FROM x)
+      INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row)
+      SELECT ${write.token}, ${view.id}, y.data_source_id, y.key, y.kind, y.id, y.row FROM y WHERE y.kind IS NOT NULL`,
     sql`INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row)
       SELECT ${write.token}, ${view.id}, m.data_source_id, m.key, 'left', m.row_id, m.row
       FROM pending_changes c
@@ -282,22 +285,18 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
   ]
 }
 
-/** A JSON value of `json_each` (alias `a`) as JSON, so `from`/`to` keep their type. */
-const jsonValueOf = (a: string) =>
-  sql.raw(`json(CASE ${a}.type WHEN 'text' THEN json_quote(${a}.value) WHEN 'null' THEN 'null' WHEN 'true' THEN 'true'
-    WHEN 'false' THEN 'false' ELSE ${a}.value END)`)
-
-/** `row.entered`, `row.updated` (with what changed), `row.left`, view by view, in a stable order. */
+/**
+ * `row.entered`, `row.updated`, `row.left`, view by view, in a stable order. A `row.updated` is
+ * stored with the row as the view showed it before (`previous`); readers answer it as `changed`
+ * (src/rowstore/event-json.ts), so the write copies one text instead of diffing every column.
+ */
 function rowEventStatements(write: RowWrite): SQL[] {
   return appendEventsFrom(
     write.tenantId,
     sql`SELECT printf('%012d|%d|%012d|%s', p.view_id, CASE p.kind WHEN 'left' THEN 0 WHEN 'entered' THEN 1 ELSE 2 END,
           p.data_source_id, p.key) AS ord,
         'row.' || p.kind AS type, ${write.panelId} AS panel_id, p.view_id AS view_id, p.data_source_id AS data_source_id,
-        CASE p.kind WHEN 'updated' THEN json_object('rowId', p.row_id, 'key', p.key, 'row', json(p.row), 'changed',
-            (SELECT json_group_object(n.key, json_object('from', ${jsonValueOf('o')}, 'to', ${jsonValueOf('n')}))
-             FROM json_each(m.row) o JOIN json_each(p.row) n ON n.key = o.key
-             WHERE n.key <> '_id' AND (o.type IS NOT n.type OR o.value IS NOT n.value)))
+        CASE p.kind WHEN 'updated' THEN json_object('rowId', p.row_id, 'key', p.key, 'row', json(p.row), 'previous', json(m.row))
           ELSE json_object('rowId', p.row_id, 'key', p.key, 'row', json(p.row)) END AS data
       FROM pending_changes p
       LEFT JOIN view_members m ON p.kind = 'updated' AND m.view_id = p.view_id AND m.data_source_id = p.data_source_id AND m.key = p.key

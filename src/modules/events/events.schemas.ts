@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi'
 import type { EventType } from '../../db/schema.ts'
 import { TenantQuery, Timestamp } from '../../http/router.ts'
+import { eventData } from '../../rowstore/event-json.ts'
 
 /** Every event type of the change feed (LIVE.md "Events"). */
 export const EVENT_TYPES = [
@@ -130,7 +131,7 @@ export interface LoggedEvent {
   data: string
 }
 
-/** The event as the API shows it; `data` is parsed from its stored text. */
+/** The event as the API shows it; `data` is parsed from its stored text (a row.updated's `changed` derived: event-json.ts). */
 export function toEventDto(tenantId: string, e: LoggedEvent): EventDto {
   return {
     id: String(e.seq),
@@ -141,6 +142,6 @@ export function toEventDto(tenantId: string, e: LoggedEvent): EventDto {
     ...(e.panelId === null ? {} : { panelId: e.panelId }),
     ...(e.viewId === null ? {} : { viewId: e.viewId }),
     ...(e.dataSourceId === null ? {} : { dataSourceId: e.dataSourceId }),
-    data: JSON.parse(e.data) as Record<string, unknown>,
+    data: eventData(e.type, JSON.parse(e.data) as Record<string, unknown>),
   }
 }

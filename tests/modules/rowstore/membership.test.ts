@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { eventData } from '../../../src/rowstore/event-json.ts'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
 import { type FixtureServer, sendJson, startJsonServer } from '../../helpers/servers.ts'
@@ -51,7 +52,8 @@ async function events(after = 0): Promise<FeedEvent[]> {
   const rows = await t.deps.db.all<FeedEvent & { data: string }>(
     sql`SELECT seq, type, panel_id, view_id, data_source_id, data FROM events WHERE tenant_id = 'tenant-a' AND seq > ${after} ORDER BY seq`,
   )
-  return rows.map((r) => ({ ...r, data: JSON.parse(r.data as unknown as string) }))
+  // As readers answer them (a row.updated's `changed` from its stored `previous`).
+  return rows.map((r) => ({ ...r, data: eventData(r.type, JSON.parse(r.data as unknown as string)) }))
 }
 const lastSeq = async () => (await events()).at(-1)?.seq ?? 0
 const sync = async (who: TestClient = carol) => {
@@ -143,6 +145,9 @@ describe('a full sync', () => {
     expect(log[0].data).toEqual({ rowId: p2Before._id, key: 'p2', row: p2Before })
     const p1 = shown.find((r) => r.Name === 'Ada')
     expect(log[3].data).toEqual({ rowId: p1?._id, key: 'p1', row: p1, changed: { Age: { from: 40, to: 41 } } })
+    // The feed answers it the same way (the log stores the row before; readers derive `changed`).
+    const page = await alice.get(`/api/views/${viewId}/events?after=${before}&types=row.updated`)
+    expect(page.body.events.map((e: { data: unknown }) => e.data)).toEqual([log[3].data])
     expect(log[4].data).toEqual({ inserted: 1, updated: 3, deleted: 0, cause: 'sync' })
     expect(await members()).toEqual(['p1', 'p3', 'p5'])
     // The view's owner hears it once (Carol synced).
