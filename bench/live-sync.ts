@@ -8,10 +8,11 @@
  *   10k moves: a resync in which 10,000 rows cross a view's filter (after: their events written)
  */
 import { execFileSync, spawn } from 'node:child_process'
-import { copyFileSync, createWriteStream, existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { build } from 'esbuild'
+import { writePatientCsv } from './lib/patient-csv.ts'
 
 const root = new URL('..', import.meta.url).pathname
 const BASELINE = process.env.BENCH_BASELINE ?? '94d2a17'
@@ -42,9 +43,9 @@ export async function runSyncBench(): Promise<string[]> {
       const same = 'same.csv'
       const moved = 'moved.csv'
       const touched = 'touched.csv'
-      await writeCsv(join(work, same), ROWS, 'same')
-      await writeCsv(join(work, moved), ROWS, 'moved')
-      await writeCsv(join(work, touched), ROWS, 'touched')
+      await writePatientCsv(join(work, same), ROWS, 'same')
+      await writePatientCsv(join(work, moved), ROWS, 'moved')
+      await writePatientCsv(join(work, touched), ROWS, 'touched')
       const results: Record<'before' | 'after', CaseResult[]> = { before: [], after: [] }
       for (let round = 0; round < ROUNDS; round++) {
         for (const which of round % 2 === 0 ? (['before', 'after'] as const) : (['after', 'before'] as const)) {
@@ -99,27 +100,6 @@ async function bundle(tree: string, out: string, name: string): Promise<string> 
   })
   if (!existsSync(outfile)) throw new Error(`no bundle for ${name}`)
   return outfile
-}
-
-/**
- * The rows of bench:sync's CSV. `moved`: every 10th row's hba1c crosses 9 (in or out of the first
- * view); `touched`: every 10th row's mrn changes (no view filters on it).
- */
-async function writeCsv(path: string, rows: number, variant: 'same' | 'moved' | 'touched') {
-  const out = createWriteStream(path)
-  const write = (s: string) => (out.write(s) ? undefined : new Promise<void>((r) => out.once('drain', () => r())))
-  await write('id,family,given,gender,birthDate,city,postalCode,mrn,hba1c,lastVisit\n')
-  const families = ['Smith', 'Jones', 'Garcia', 'Müller', 'Rossi', 'Nguyen', 'Kowalski', "O'Brien"]
-  const cities = ['Leeds', 'Lyon', 'Porto', 'Gent', 'Bergen']
-  for (let i = 0; i < rows; i++) {
-    let hba1c = 5 + (i % 70) / 10
-    if (variant === 'moved' && i % 10 === 0) hba1c = hba1c >= 9 ? 5 : 9.5
-    const mrn = variant === 'touched' && i % 10 === 0 ? 2_000_000 + i : 1_000_000 + i
-    await write(
-      `p${i},${families[i % 8]},Given${i % 997},${i % 2 ? 'female' : 'male'},19${40 + (i % 60)}-0${1 + (i % 9)}-1${i % 10},${cities[i % 5]},${10000 + (i % 89999)},MRN${mrn},${hba1c.toFixed(1)},2026-0${1 + (i % 9)}-2${i % 10}\n`,
-    )
-  }
-  await new Promise<void>((resolve) => out.end(() => resolve()))
 }
 
 function runCase(bundlePath: string, dir: string, name: string, files: string[]): Promise<CaseResult> {

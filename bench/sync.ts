@@ -9,11 +9,12 @@
  * BENCH_BIG_ROWS (1000000) and BENCH_FHIR (10000) tune the sizes.
  */
 import { spawn } from 'node:child_process'
-import { createWriteStream, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { build } from 'esbuild'
 import { startFhirPatientServer } from './lib/fhir-patients.ts'
+import { writePatientCsv } from './lib/patient-csv.ts'
 
 const ROWS = 100_000
 const BIG_ROWS = Number(process.env.BENCH_BIG_ROWS ?? 1_000_000)
@@ -61,8 +62,8 @@ async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'panels-bench-sync-'))
   const server = await startFhirPatientServer(FHIR)
   try {
-    await writeCsv(join(dir, 'rows.csv'), ROWS)
-    await writeCsv(join(dir, 'big.csv'), BIG_ROWS)
+    await writePatientCsv(join(dir, 'rows.csv'), ROWS)
+    await writePatientCsv(join(dir, 'big.csv'), BIG_ROWS)
     const bare = await runCase('bare', dir, 'rows.csv')
     const bareSeq = await runCase('bare-seq', dir, 'rows.csv')
     const csv = await runCase('csv', dir, 'rows.csv')
@@ -100,19 +101,6 @@ const verdict = (ratio: number, target: number, label: string) =>
   `${ratio.toFixed(3)} ${label}: ${ratio >= target ? 'pass' : 'FAIL'}`
 
 /** A CSV of `rows` synthetic patients with 10 columns. */
-async function writeCsv(path: string, rows: number) {
-  const out = createWriteStream(path)
-  const write = (s: string) => (out.write(s) ? undefined : new Promise<void>((r) => out.once('drain', () => r())))
-  await write('id,family,given,gender,birthDate,city,postalCode,mrn,hba1c,lastVisit\n')
-  const families = ['Smith', 'Jones', 'Garcia', 'Müller', 'Rossi', 'Nguyen', 'Kowalski', "O'Brien"]
-  const cities = ['Leeds', 'Lyon', 'Porto', 'Gent', 'Bergen']
-  for (let i = 0; i < rows; i++) {
-    const line = `p${i},${families[i % 8]},Given${i % 997},${i % 2 ? 'female' : 'male'},19${40 + (i % 60)}-0${1 + (i % 9)}-1${i % 10},${cities[i % 5]},${10000 + (i % 89999)},MRN${1_000_000 + i},${(5 + (i % 70) / 10).toFixed(1)},2026-0${1 + (i % 9)}-2${i % 10}\n`
-    await write(line)
-  }
-  await new Promise<void>((resolve) => out.end(() => resolve()))
-}
-
 function runCase(kind: string, dir: string, target: string): Promise<CaseResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [CASE_BUNDLE, kind, dir, target], {

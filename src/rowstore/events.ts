@@ -8,6 +8,23 @@ import type { EventType } from '../db/schema.ts'
  * so a tenant's events number 1, 2, 3, … in commit order, and a pruned log never reuses a number.
  */
 
+/** Every event type of the change feed (LIVE.md "Events"), in the order the docs list them. */
+export const EVENT_TYPES = [
+  'row.entered',
+  'row.left',
+  'row.updated',
+  'panel.rows_changed',
+  'sync.completed',
+  'sync.failed',
+  'view.updated',
+  'view.published',
+  'view.deleted',
+] as const satisfies readonly EventType[]
+
+// Both ways: a type added to the schema must be added here too.
+type Missing = Exclude<EventType, (typeof EVENT_TYPES)[number]>
+const _allListed: Missing extends never ? true : never = true
+
 export interface NewEvent {
   type: EventType
   panelId?: number | null

@@ -2,6 +2,7 @@ import { type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
 import type { CohortRule, FilterCriterion } from '../db/schema.ts'
 import { type ColumnRef, type FilterIssue, resolveCohortRule, resolveFilters } from '../engine/filters/resolve.ts'
+import { hashText } from './digest.ts'
 import { appendEventsFrom } from './events.ts'
 import { panelColumnsOf } from './query/columns.ts'
 import { filterSql } from './query/filter-sql.ts'
@@ -374,18 +375,4 @@ function shownColumns(all: ColumnRef[], chainLength: number, view: ViewRecord, b
   }
   for (const source of above) reachable = visibleColumns(reachable, shape(source) as never)
   return visibleColumns(reachable, shape(view) as never)
-}
-
-/** cyrb53 of a text as hex: a short, stable name for a view's row query. */
-function hashText(text: string): string {
-  let h1 = 0xdeadbeef
-  let h2 = 0x41c6ce57
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i)
-    h1 = Math.imul(h1 ^ c, 2654435761)
-    h2 = Math.imul(h2 ^ c, 1597334677)
-  }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909)
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909)
-  return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(16)
 }

@@ -1,3 +1,5 @@
+import type { DeliveryReport } from '../modules/subscriptions/subscriptions.queue.ts'
+
 /**
  * What one scheduler step did. A module of its own, without imports, so the package's public
  * declarations (src/index.ts) can name it without reaching the database types.
@@ -17,17 +19,5 @@ export interface DueSyncsReport {
   /** Change-feed events deleted by EVENTS_RETENTION_DAYS / EVENTS_RETENTION_MAX (bounded per step). */
   eventsPruned: number
   /** Outbound webhook deliveries of this step (docs/live.md "Outbound webhooks"). */
-  webhooks: {
-    /** Subscriptions served (their lease taken). */
-    subscriptions: number
-    delivered: number
-    /** Failed attempts that will be tried again. */
-    retried: number
-    /** Deliveries that used their last attempt. */
-    failed: number
-    /** Subscriptions disabled after WEBHOOK_DISABLE_AFTER failed deliveries in a row. */
-    disabled: number
-    /** Finished deliveries deleted after 30 days. */
-    pruned: number
-  }
+  webhooks: DeliveryReport
 }

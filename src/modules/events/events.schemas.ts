@@ -2,23 +2,7 @@ import { z } from '@hono/zod-openapi'
 import type { EventType } from '../../db/schema.ts'
 import { TenantQuery, Timestamp } from '../../http/router.ts'
 import { eventData } from '../../rowstore/event-json.ts'
-
-/** Every event type of the change feed (LIVE.md "Events"). */
-export const EVENT_TYPES = [
-  'row.entered',
-  'row.left',
-  'row.updated',
-  'panel.rows_changed',
-  'sync.completed',
-  'sync.failed',
-  'view.updated',
-  'view.published',
-  'view.deleted',
-] as const satisfies readonly EventType[]
-
-// Both ways: a type added to the schema must be added here too.
-type Missing = Exclude<EventType, (typeof EVENT_TYPES)[number]>
-const _allListed: Missing extends never ? true : never = true
+import { EVENT_TYPES } from '../../rowstore/events.ts'
 
 /** Event types whose `data` carries a row (what the read audit counts as rows read). */
 export const ROW_EVENT_TYPES: ReadonlySet<string> = new Set(['row.entered', 'row.left', 'row.updated'])

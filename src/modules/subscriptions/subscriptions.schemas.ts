@@ -1,19 +1,7 @@
 import { z } from '@hono/zod-openapi'
-import type { DeliveryStatus, EventType, subscriptionDeliveries, subscriptions } from '../../db/schema.ts'
+import type { DeliveryStatus, subscriptionDeliveries, subscriptions } from '../../db/schema.ts'
 import { IdParam, TenantBody, TenantQuery, Timestamp } from '../../http/router.ts'
-
-/** Every type of the change feed a subscription may select (LIVE.md "Events"). */
-export const EVENT_TYPES = [
-  'row.entered',
-  'row.left',
-  'row.updated',
-  'panel.rows_changed',
-  'sync.completed',
-  'sync.failed',
-  'view.updated',
-  'view.published',
-  'view.deleted',
-] as const satisfies readonly EventType[]
+import { EVENT_TYPES } from '../../rowstore/events.ts'
 
 /** `*` selects every event type, those added later included (docs/live.md "Outbound webhooks"). */
 export const ALL_EVENTS = '*'
