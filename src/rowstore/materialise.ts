@@ -51,7 +51,7 @@ export interface PanelPlan {
   importSources: Set<number>
   /** The FHIRPath expressions the plan evaluates (base columns' and formulas'), for prepareRows. */
   fhirPaths: (string | null)[]
-  /** The panel's ViewDefinition, when it is defined by one: records are stored as its rows (rows.expand.ts). */
+  /** The panel's ViewDefinition, when it is defined by one: records are stored as its rows (expand.ts). */
   view?: PanelView
 }
 
@@ -103,7 +103,7 @@ export async function loadPanelPlan(db: Deps['db'], tenantId: string, panelId: n
 export const prepareRows = (plan: PanelPlan, data: Iterable<unknown>): Promise<void> =>
   loadFhirPathEngineFor(plan.fhirPaths, data)
 
-/** One record's row under a plan (after prepareRows for its batch); `stored`: a row of a view (rows.expand.ts). */
+/** One record's row under a plan (after prepareRows for its batch); `stored`: a row of a view (expand.ts). */
 export function rowOf(plan: PanelPlan, dataSourceId: number, data: unknown, now: Date, stored?: StoredRow): MaterialisedRow {
   const input = { dataSourceId, data, importedByName: plan.importSources.has(dataSourceId), given: stored?.given }
   const row = materialise(plan.plan, input, now)

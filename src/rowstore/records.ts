@@ -132,7 +132,7 @@ export interface RecordTarget {
 /** A row ready to store: its key, and its data, cells and errors as JSON texts (`null` for no errors). */
 export interface RowPayload {
   key: string
-  /** A row of a panel defined by a ViewDefinition: its record's key (rows.expand.ts). */
+  /** A row of a panel defined by a ViewDefinition: its record's key (expand.ts). */
   recordKey?: string | null
   data: string
   cells: string
@@ -186,7 +186,7 @@ export function insertRowStatements(
  * Upserts records into one generation of a source, with their materialised rows (cells, errors and
  * the columns version they were computed with): a full sync writes its new generation, an
  * incremental sync the current one. A record is one row, or in a panel defined by a ViewDefinition
- * the view's rows (rows.expand.ts), replacing the rows it had.
+ * the view's rows (expand.ts), replacing the rows it had.
  */
 export async function upsertStatements(
   source: DataSourceRow,
@@ -220,7 +220,7 @@ export async function upsertStatements(
 
 /**
  * Deletes records by key from one generation (incremental deletes, webhook `data.deleted`): their
- * row, or every row a ViewDefinition made of them (`record_key`, rows.expand.ts).
+ * row, or every row a ViewDefinition made of them (`record_key`, expand.ts).
  */
 export function deleteStatements(source: DataSourceRow, generation: number, keys: string[]): SQL[] {
   const statements: SQL[] = []

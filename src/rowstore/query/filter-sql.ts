@@ -8,7 +8,7 @@ import type { Comparand } from '../../engine/filters/values.ts'
 /**
  * Filters over materialised cells as SQL (DATA-ENGINE: Views over rows). A cell is
  * `r.cells ->> '$."<column id>"'` — the very expression of the panel's row index
- * (rows.indexes.ts), so SQLite reads it from the index instead of parsing JSON. Column ids are
+ * (row-index.ts), so SQLite reads it from the index instead of parsing JSON. Column ids are
  * integers checked here; every user value is a bound parameter.
  */
 

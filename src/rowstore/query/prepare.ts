@@ -23,7 +23,7 @@ import { visibleColumns } from './row-shape.ts'
  * columns and compiled to SQL over the materialised cells of the current generation of each
  * source. The cohort rule always applies; a view adds its filters, sorting, groupBy,
  * aggregations and column choice; the request adds its own filters, sort and search.
- * views.query.run.ts runs it (pages, groups, batches for export).
+ * run.ts runs it (pages, groups, batches for export).
  */
 
 /** A stored view as the row query reads it. */
