@@ -26,7 +26,7 @@ import { buildDeps } from '../src/deps.ts'
 import { prepareView, rowsOf } from '../src/engine/sof/index.ts'
 import { createLogger } from '../src/lib/logger.ts'
 import { signToken } from '../src/lib/tokens.ts'
-import { insertRowStatements } from '../src/rowstore/records.ts'
+import { insertRowStatements } from '../src/rowstore/record-sql.ts'
 import { openDatabase } from '../src/runtime/node-primitives.ts'
 import { type SofPatient, sofPatient } from './lib/sof-patients.ts'
 

@@ -1,11 +1,32 @@
+import type { AccessOutcome } from './db/schema.ts'
 import type { Deps } from './deps.ts'
-import type { AccessEntry } from './modules/audit/audit.record.ts'
 
 /**
  * The one way a service context is made (for a request: src/http/auth.ts `ctxOf`; for work the
  * service does by itself: `systemContext`). Services receive a plain object, never a Hono
  * Context, and never the HTTP-only parts of the deps (the token verifier, the rate limiter).
  */
+
+/** What a service tells the audit about the read (ids it resolved, rows it answered, the query). */
+export interface AccessNote {
+  panelId?: number
+  viewId?: number
+  dataSourceId?: number
+  rowCount?: number
+  query?: Record<string, unknown>
+  /** The request read no stored row-level data (a ViewDefinition run over resources it sent): no record. */
+  readsNothingStored?: boolean
+}
+
+/**
+ * The request's access record in the making, on `c.var.access` and `ctx.access` (the read audit:
+ * src/modules/audit/audit.record.ts writes it).
+ */
+export interface AccessEntry extends AccessNote {
+  /** Set by `streamAccess`: the stream writes the record, not the middleware. */
+  deferred: boolean
+  write(outcome: AccessOutcome, status: number, errorCode: string | null): Promise<void>
+}
 
 /** What services may use of the deps. */
 export type ServiceDeps = Omit<Deps, 'tokens' | 'rateLimiter'>

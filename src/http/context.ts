@@ -1,8 +1,7 @@
 import type { Context } from 'hono'
 import { basePath } from 'hono/route'
-import type { RequestMeta } from '../context.ts'
+import type { AccessEntry, RequestMeta } from '../context.ts'
 import type { Deps } from '../deps.ts'
-import type { AccessEntry } from '../modules/audit/audit.record.ts'
 import type { HeaderRecord } from './response-headers.ts'
 import type { Claims } from './token-verifier.ts'
 

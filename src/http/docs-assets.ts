@@ -10,19 +10,9 @@ import { swaggerUI } from '@hono/swagger-ui'
 import type { Hono } from 'hono'
 import swaggerUiDist from 'swagger-ui-dist/package.json' with { type: 'json' }
 import type { AppEnv } from './context.ts'
+import { DOCS_ASSET_TYPES, type DocsAssetName } from './docs-asset-files.ts'
 
 export const SWAGGER_UI_VERSION: string = swaggerUiDist.version
-
-/** The files the page loads, with their media types. */
-export const DOCS_ASSET_TYPES = {
-  'swagger-ui.css': 'text/css; charset=utf-8',
-  'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
-} as const
-
-export type DocsAssetName = keyof typeof DOCS_ASSET_TYPES
-
-/** A runtime's Swagger UI files: the file's bytes or stream, or null when it has none. */
-export type DocsAssets = (name: DocsAssetName) => Promise<Uint8Array<ArrayBuffer> | ReadableStream | null>
 
 /** Relative to the page (`<mount>/docs`), so a mounted app loads its own copy. */
 const ASSET_BASE = './docs/assets'

@@ -25,7 +25,7 @@ import {
 } from './expand.ts'
 import { recordIdentities, upsertIdentities } from './identities.ts'
 import { loadPanelMembership, membershipStatements, type RowWrite, resetStatements, writeToken } from './membership.ts'
-import { insertRowStatements } from './records.ts'
+import { insertRowStatements } from './record-sql.ts'
 
 type ColumnRow = typeof columns.$inferSelect
 

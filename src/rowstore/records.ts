@@ -5,6 +5,7 @@ import type { dataSources } from '../db/schema.ts'
 import type { GenerationDigest } from './digest.ts'
 import { staleRowStatements, storedRowsOf } from './expand.ts'
 import { type PanelPlan, prepareRows, rowOf } from './materialise.ts'
+import { insertRowStatements, RECORDS_PER_STATEMENT, type RowPayload } from './record-sql.ts'
 
 /**
  * Writing records (DATA-ENGINE: Records). Every function here returns statements for the caller's
@@ -12,9 +13,6 @@ import { type PanelPlan, prepareRows, rowOf } from './materialise.ts'
  */
 
 type DataSourceRow = typeof dataSources.$inferSelect
-
-/** Records per INSERT statement: one JSON parameter each, expanded by SQLite's json_each. */
-export const RECORDS_PER_STATEMENT = 1000
 
 /**
  * Content hashes already given in one sync, so a duplicate keyless record gets `#2`, `#3`, …
@@ -119,67 +117,6 @@ export async function keyRecords(
 export async function contentHashes(texts: string[], digest: Digest): Promise<string[]> {
   const full = digest ? texts.map(digest) : await Promise.all(texts.map(webSha256))
   return full.map((h) => h.slice(0, KEY_HEX_DIGITS))
-}
-
-/** Where stored rows go: one generation of one source of a panel. */
-export interface RecordTarget {
-  tenantId: string
-  panelId: number
-  dataSourceId: number
-  generation: number
-}
-
-/** A row ready to store: its key, and its data, cells and errors as JSON texts (`null` for no errors). */
-export interface RowPayload {
-  key: string
-  /** A row of a panel defined by a ViewDefinition: its record's key (expand.ts). */
-  recordKey?: string | null
-  data: string
-  cells: string
-  errors: string
-}
-
-/**
- * The condition every insert of a source's dependants carries: the source still exists. A sync or
- * a delivery that outlives a delete of its source (it read the source before the delete) then
- * writes nothing, whether or not the connection enforces foreign keys (docs/runtimes.md
- * "Connection state"); with them on, the same write would fail instead.
- */
-export const sourceExists = (dataSourceId: number) => sql`EXISTS (SELECT 1 FROM data_sources WHERE id = ${dataSourceId})`
-
-/**
- * INSERTs of stored rows (cells computed already) into one generation, one JSON parameter per
- * statement expanded by `json_each`, only while the source exists. A key already there is replaced
- * (`replace`: syncs, last read wins) or kept (`keep`: an import never overwrites a record created
- * meanwhile).
- */
-export function insertRowStatements(
-  target: RecordTarget,
-  rows: RowPayload[],
-  version: number,
-  now: string,
-  onConflict: 'replace' | 'keep',
-  perStatement = RECORDS_PER_STATEMENT,
-): SQL[] {
-  const conflict =
-    onConflict === 'keep'
-      ? sql`DO NOTHING`
-      : sql`DO UPDATE SET data = excluded.data, cells = excluded.cells, errors = excluded.errors,
-          record_key = excluded.record_key, cells_version = excluded.cells_version, updated_at = excluded.updated_at`
-  const statements: SQL[] = []
-  for (let i = 0; i < rows.length; i += perStatement) {
-    const items = rows
-      .slice(i, i + perStatement)
-      .map((r) => `[${JSON.stringify(r.key)},${r.data},${r.cells},${r.errors},${JSON.stringify(r.recordKey ?? null)}]`)
-    statements.push(sql`
-      INSERT INTO records (tenant_id, panel_id, data_source_id, generation, key, record_key, data, cells, errors, cells_version,
-                           created_at, updated_at)
-      SELECT ${target.tenantId}, ${target.panelId}, ${target.dataSourceId}, ${target.generation}, j.value ->> 0, j.value ->> 4,
-        j.value -> 1, j.value -> 2, nullif(j.value -> 3, 'null'), ${version}, ${now}, ${now}
-      FROM json_each(${`[${items.join(',')}]`}) j WHERE ${sourceExists(target.dataSourceId)}
-      ON CONFLICT (data_source_id, generation, key) ${conflict}`)
-  }
-  return statements
 }
 
 /**

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm'
 import type { MiddlewareHandler } from 'hono'
-import type { ServiceContext } from '../../context.ts'
+import type { AccessEntry, AccessNote, ServiceContext } from '../../context.ts'
 import type { AccessAction, AccessOutcome } from '../../db/schema.ts'
 import { AppError } from '../../errors.ts'
 import { type AppContext, type AppEnv, requestMeta } from '../../http/context.ts'
@@ -16,24 +16,6 @@ import { type AccessRecord, writeAccess } from './audit.service.ts'
  * `noteAccess(ctx, …)`; a streamed answer hands the record over to `streamAccess`, which writes it
  * when the stream ends.
  */
-
-/** What a service tells the audit about the read (ids it resolved, rows it answered, the query). */
-export interface AccessNote {
-  panelId?: number
-  viewId?: number
-  dataSourceId?: number
-  rowCount?: number
-  query?: Record<string, unknown>
-  /** The request read no stored row-level data (a ViewDefinition run over resources it sent): no record. */
-  readsNothingStored?: boolean
-}
-
-/** The request's access record in the making, on `c.var.access` and `ctx.access`. */
-export interface AccessEntry extends AccessNote {
-  /** Set by `streamAccess`: the stream writes the record, not the middleware. */
-  deferred: boolean
-  write(outcome: AccessOutcome, status: number, errorCode: string | null): Promise<void>
-}
 
 /** What the route's path names: a panel (`panelId`), a view (`id`), or nothing (the body names it). */
 type Target = 'panel' | 'view' | 'none'

@@ -11,14 +11,8 @@ import { isoNow } from '../../lib/clock.ts'
 import { deleteIdentities, upsertIdentities, writtenRowIdentities } from '../../rowstore/identities.ts'
 import { loadPanelPlan } from '../../rowstore/materialise.ts'
 import { loadPanelMembership, membershipStatements } from '../../rowstore/membership.ts'
-import {
-  countRemovedKeys,
-  deleteStatements,
-  keyRecords,
-  newKeySet,
-  sourceExists,
-  upsertStatements,
-} from '../../rowstore/records.ts'
+import { sourceExists } from '../../rowstore/record-sql.ts'
+import { countRemovedKeys, deleteStatements, keyRecords, newKeySet, upsertStatements } from '../../rowstore/records.ts'
 import { type Counts, syncWrite } from '../../rowstore/sync-write.ts'
 import type { DataSourceRow, SyncRunRow } from './datasources.schemas.ts'
 import { unsealConfig } from './datasources.secrets.ts'

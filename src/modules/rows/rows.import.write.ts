@@ -2,7 +2,8 @@ import { type SQL, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
 import type { Deps } from '../../deps.ts'
 import { isoNow } from '../../lib/clock.ts'
-import { contentHashes, insertRowStatements } from '../../rowstore/records.ts'
+import { insertRowStatements } from '../../rowstore/record-sql.ts'
+import { contentHashes } from '../../rowstore/records.ts'
 
 /**
  * The writes of an import (DATA-ENGINE: import): the panel's one `import` data source, keys for new
