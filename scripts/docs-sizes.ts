@@ -23,6 +23,7 @@ const WHY: Record<string, string> = {
   zod: 'validation; all of its locales come along with `z`',
   'src/modules': 'our routes, schemas and services',
   'src/engine': 'formula engine, cells, filters',
+  'src/rowstore': 'the row store: writes, view membership, the change feed, view queries',
   'drizzle-orm': 'query builder, D1 and libSQL drivers',
   'src/connectors': 'data-source connectors',
   '@libsql/hrana-client': 'libSQL over HTTP, when no D1 is bound',

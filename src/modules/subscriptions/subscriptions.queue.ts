@@ -2,6 +2,7 @@ import { and, asc, eq, sql } from 'drizzle-orm'
 import type { ServiceDeps } from '../../context.ts'
 import { rowsAffected } from '../../db/client.ts'
 import { subscriptionDeliveries, subscriptions } from '../../db/schema.ts'
+import type { DeliveryReport } from '../../scheduler/due-syncs-report.ts'
 import { readEvent } from '../events/events.log.ts'
 import { toEventDto } from '../events/events.schemas.ts'
 import { type EventScope, ownerContext, readableMemo } from './subscriptions.access.ts'
@@ -30,20 +31,6 @@ const PRUNE_BATCH = 1000
 
 /** A lease outlives one attempt (the time-out) by a minute; every attempt renews it. */
 const leaseMs = (deps: ServiceDeps) => deps.config.webhooks.timeoutMs + 60_000
-
-export interface DeliveryReport {
-  /** Subscriptions whose lease this step took. */
-  subscriptions: number
-  delivered: number
-  /** Attempts that failed and will be tried again. */
-  retried: number
-  /** Deliveries that used their last attempt. */
-  failed: number
-  /** Subscriptions disabled after WEBHOOK_DISABLE_AFTER failed deliveries in a row. */
-  disabled: number
-  /** Finished deliveries older than HISTORY_DAYS deleted. */
-  pruned: number
-}
 
 export interface StepOptions {
   now?: Date
