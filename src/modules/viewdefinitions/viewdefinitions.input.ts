@@ -25,7 +25,9 @@ export async function sourceResources(ctx: ServiceContext, sourceId: number, sin
       let after: string | undefined
       for (;;) {
         const page = await ctx.db
-          .select({ key: records.key, data: records.data, updatedAt: records.updatedAt })
+          // The data as its stored text, parsed one record at a time as the run takes it: a page's
+          // resources then die young instead of surviving into the old generation together.
+          .select({ key: records.key, data: sql<string>`${records.data}` })
           .from(records)
           .where(
             and(
@@ -36,7 +38,7 @@ export async function sourceResources(ctx: ServiceContext, sourceId: number, sin
           )
           .orderBy(asc(records.key))
           .limit(PAGE)
-        for (const record of page) yield record.data
+        for (const record of page) yield JSON.parse(record.data) as unknown
         if (page.length < PAGE) return
         after = page[page.length - 1].key
       }
