@@ -56,14 +56,19 @@ export function insertRowStatements(
           record_key = excluded.record_key, cells_version = excluded.cells_version, updated_at = excluded.updated_at`
   const statements: SQL[] = []
   for (let i = 0; i < rows.length; i += perStatement) {
-    const items = rows
-      .slice(i, i + perStatement)
-      .map((r) => `[${JSON.stringify(r.key)},${r.data},${r.cells},${r.errors},${JSON.stringify(r.recordKey ?? null)}]`)
+    const slice = rows.slice(i, i + perStatement)
+    // Rows of a ViewDefinition panel carry their record's key; others leave the column null and
+    // their JSON one element shorter (each element is read again for every `->`).
+    const keyed = slice.some((r) => r.recordKey != null)
+    const items = slice.map(
+      (r) =>
+        `[${JSON.stringify(r.key)},${r.data},${r.cells},${r.errors}${keyed ? `,${JSON.stringify(r.recordKey ?? null)}` : ''}]`,
+    )
     statements.push(sql`
       INSERT INTO records (tenant_id, panel_id, data_source_id, generation, key, record_key, data, cells, errors, cells_version,
                            created_at, updated_at)
-      SELECT ${target.tenantId}, ${target.panelId}, ${target.dataSourceId}, ${target.generation}, j.value ->> 0, j.value ->> 4,
-        j.value -> 1, j.value -> 2, nullif(j.value -> 3, 'null'), ${version}, ${now}, ${now}
+      SELECT ${target.tenantId}, ${target.panelId}, ${target.dataSourceId}, ${target.generation}, j.value ->> 0,
+        ${keyed ? sql`j.value ->> 4` : sql`NULL`}, j.value -> 1, j.value -> 2, nullif(j.value -> 3, 'null'), ${version}, ${now}, ${now}
       FROM json_each(${`[${items.join(',')}]`}) j WHERE ${sourceExists(target.dataSourceId)}
       ON CONFLICT (data_source_id, generation, key) ${conflict}`)
   }
