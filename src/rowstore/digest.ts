@@ -12,7 +12,7 @@ export class GenerationDigest {
 
   /** Adds one stored row. */
   add(key: string, cells: string, errors: string) {
-    const [h1, h2] = hashLanes([key, '\u0000', cells, '\u0000', errors])
+    const [h1, h2] = hashLanes(key, cells, errors)
     this.lo = (this.lo + h1) >>> 0
     this.hi = (this.hi + h2) >>> 0
     this.rows++
@@ -24,11 +24,16 @@ export class GenerationDigest {
   }
 }
 
-/** cyrb53's two 32-bit lanes (unsigned) over the texts in turn: a fast, well-mixed 64-bit hash. */
-export function hashLanes(texts: readonly string[]): [number, number] {
+/**
+ * cyrb53's two 32-bit lanes (unsigned) over the texts in turn, each followed by a separator (so
+ * `ab`,`c` and `a`,`bc` differ): a fast, well-mixed 64-bit hash.
+ */
+export function hashLanes(...texts: string[]): [number, number] {
   let h1 = 0xdeadbeef
   let h2 = 0x41c6ce57
   for (const text of texts) {
+    h1 = Math.imul(h1, 2654435761)
+    h2 = Math.imul(h2 ^ 0x9e3779b9, 1597334677)
     for (let i = 0; i < text.length; i++) {
       const c = text.charCodeAt(i)
       h1 = Math.imul(h1 ^ c, 2654435761)
@@ -42,6 +47,6 @@ export function hashLanes(texts: readonly string[]): [number, number] {
 
 /** cyrb53 of a text as hex: a short, stable name (a view's row query: membership.ts). */
 export function hashText(text: string): string {
-  const [h1, h2] = hashLanes([text])
+  const [h1, h2] = hashLanes(text)
   return (4294967296 * (2097151 & h2) + h1).toString(16)
 }

@@ -3,7 +3,7 @@ import { evaluatePath } from '../connectors/shared/json-path.ts'
 import type { SourceRecord } from '../connectors/types.ts'
 import type { dataSources } from '../db/schema.ts'
 import type { GenerationDigest } from './digest.ts'
-import { staleRowStatements, storedRowsOf } from './expand.ts'
+import { type StoredRow, staleRowStatements, storedRowsOf } from './expand.ts'
 import { type PanelPlan, prepareRows, rowOf } from './materialise.ts'
 import { insertRowStatements, RECORDS_PER_STATEMENT, type RowPayload } from './record-sql.ts'
 
@@ -136,13 +136,16 @@ export async function upsertStatements(
     rows.plan,
     records.map((r) => r.data),
   )
-  const stored = records.flatMap((r) => storedRowsOf(rows.plan.view, source.id, r))
+  // A panel not defined by a ViewDefinition stores each record as its one row, as it is.
+  const stored: (KeyedRecord & Partial<StoredRow>)[] = rows.plan.view
+    ? records.flatMap((r) => storedRowsOf(rows.plan.view, source.id, r))
+    : records
   const payload = stored.map((r): RowPayload => {
-    const row = rowOf(rows.plan, source.id, r.data, rows.now, r)
+    const row = rowOf(rows.plan, source.id, r.data, rows.now, r as StoredRow)
     const errors = row.errors.length > 0 ? JSON.stringify(row.errors) : 'null'
     const cells = JSON.stringify(row.cells)
     rows.digest?.add(r.key, cells, errors)
-    return { key: r.key, recordKey: r.recordKey, data: r.json, cells, errors }
+    return { key: r.key, recordKey: r.recordKey ?? null, data: r.json, cells, errors }
   })
   const target = { tenantId: source.tenantId, panelId: source.panelId, dataSourceId: source.id, generation }
   const stale = rows.plan.view
