@@ -1,8 +1,8 @@
-import { createHmac } from 'node:crypto'
 import { sql } from 'drizzle-orm'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
+import { deliverSigned, GIVEN_NAMES_VIEW } from '../../helpers/view-definitions.ts'
 
 /**
  * Membership over the rows of a panel defined by a ViewDefinition (several rows per record, keyed
@@ -16,28 +16,8 @@ let alice: TestClient
 let panelId: number
 let viewId: number
 
-const GIVEN_NAMES = {
-  resourceType: 'ViewDefinition',
-  resource: 'Patient',
-  select: [
-    { column: [{ name: 'id', path: 'id' }] },
-    {
-      forEach: 'name',
-      column: [{ name: 'family', path: 'family' }],
-      select: [{ forEach: 'given', column: [{ name: 'given', path: '$this' }] }],
-    },
-  ],
-}
-
 async function deliver(id: string, event: string, data: unknown[]) {
-  const raw = JSON.stringify({ id, event, data })
-  const signature = `sha256=${createHmac('sha256', SECRET).update(raw).digest('hex')}`
-  const res = await t.app.request('/api/webhooks/feed-fhir', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'X-Signature-256': signature },
-    body: raw,
-  })
-  expect(res.status).toBe(200)
+  expect((await deliverSigned(t.app, 'feed-fhir', SECRET, { id, event, data })).status).toBe(200)
 }
 
 const rowEvents = async (after: number) =>
@@ -57,7 +37,7 @@ beforeAll(async () => {
     config: { endpoint: 'feed-fhir', secret: SECRET, events: ['data.created', 'data.updated', 'data.deleted'] },
   })
   expect(source.status).toBe(201)
-  expect((await alice.put(`/api/panels/${panelId}/viewdefinition`, { viewResource: GIVEN_NAMES })).status).toBe(200)
+  expect((await alice.put(`/api/panels/${panelId}/viewdefinition`, { viewResource: GIVEN_NAMES_VIEW })).status).toBe(200)
   viewId = (
     await alice.post('/api/views', {
       name: 'Smiths',

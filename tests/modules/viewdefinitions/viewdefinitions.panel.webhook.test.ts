@@ -1,7 +1,7 @@
-import { createHmac } from 'node:crypto'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
+import { deliverSigned, GIVEN_NAMES_VIEW } from '../../helpers/view-definitions.ts'
 
 /**
  * A panel defined by a ViewDefinition over a webhook source (docs/sql-on-fhir.md, "Panels defined
@@ -15,28 +15,10 @@ let t: TestApp
 let alice: TestClient
 let panelId: number
 
-const GIVEN_NAMES = {
-  resourceType: 'ViewDefinition',
-  resource: 'Patient',
-  select: [
-    { column: [{ name: 'id', path: 'id' }] },
-    {
-      forEach: 'name',
-      column: [{ name: 'family', path: 'family' }],
-      select: [{ forEach: 'given', column: [{ name: 'given', path: '$this' }] }],
-    },
-  ],
-}
+const GIVEN_NAMES = GIVEN_NAMES_VIEW
 
 async function deliver(body: unknown) {
-  const raw = JSON.stringify(body)
-  const signature = `sha256=${createHmac('sha256', SECRET).update(raw).digest('hex')}`
-  const res = await t.app.request('/api/webhooks/ehr-fhir', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'X-Signature-256': signature },
-    body: raw,
-  })
-  expect(res.status).toBe(200)
+  expect((await deliverSigned(t.app, 'ehr-fhir', SECRET, body)).status).toBe(200)
 }
 
 const keys = async () =>
