@@ -3,7 +3,7 @@
  * `npm run build:lib`:
  *
  * ```ts
- * const panels = await openPanelService({ ...process.env, SINGLE_TENANT_ID: 'clinic-7' })
+ * const panels = await openPanelService({ ...hostEnvironment, SINGLE_TENANT_ID: 'clinic-7' })
  * host.route('/panels-api', panels.app)
  * panels.startScheduler()
  * ```

@@ -24,7 +24,8 @@ import {
   type StoredRow,
 } from './expand.ts'
 import { recordIdentities, upsertIdentities } from './identities.ts'
-import { loadPanelMembership, membershipStatements, type RowWrite, resetStatements, writeToken } from './membership.ts'
+import { membershipStatements, type RowWrite, resetStatements, writeToken } from './membership.ts'
+import { loadPanelMembership } from './membership-plan.ts'
 import { insertRowStatements } from './record-sql.ts'
 
 type ColumnRow = typeof columns.$inferSelect

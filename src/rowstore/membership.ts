@@ -1,12 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
-import type { CohortRule, FilterCriterion } from '../db/schema.ts'
-import { type ColumnRef, type FilterIssue, resolveCohortRule, resolveFilters } from '../engine/filters/resolve.ts'
-import { hashText } from './digest.ts'
 import { appendEventsFrom } from './events.ts'
-import { panelColumnsOf } from './query/columns.ts'
-import { filterSql } from './query/filter-sql.ts'
-import { visibleColumns } from './query/row-shape.ts'
+import { loadPanelMembership, type MemberView, type PanelMembership, type ViewPatch } from './membership-plan.ts'
 
 /**
  * View membership as data (LIVE.md; docs/live.md "Membership"). `view_members` holds, per view,
@@ -20,27 +15,6 @@ import { visibleColumns } from './query/row-shape.ts'
  * A view whose row query changed (its filters, the panel's cohort rule, its columns) is evaluated
  * afresh instead: its membership is replaced without `row.*` events, and one `view.updated` says so.
  */
-
-/** What one view's membership is evaluated with. */
-export interface MemberView {
-  id: number
-  userId: string
-  name: string
-  /** The view's row query and columns as text: a stored `membership_key` that differs means re-evaluate. */
-  key: string
-  storedKey: string | null
-  /** The condition over `r` (cohort rule and every filter); null when the query no longer compiles. */
-  where: SQL | null
-  /** `[[name, column id | '_id' | '_source' | '_errors'], …]`: how the row is shaped (JSON text). */
-  shape: string
-}
-
-/** The views of one panel, compiled for membership. */
-export interface PanelMembership {
-  tenantId: string
-  panelId: number
-  views: MemberView[]
-}
 
 /** One write: the scratch token of its batch, who made it and why. */
 export interface RowWrite {
@@ -56,92 +30,6 @@ export interface RowWrite {
   at: string
   /** The source written, when one source was. */
   dataSourceId?: number
-}
-
-type ViewRecord = {
-  id: number
-  user_id: string
-  name: string
-  filters: string
-  config: string
-  column_visibility: string
-  source_view_id: number | null
-  membership_key: string | null
-}
-
-/** Copies of copies are followed this deep (as views.rows-scope.ts does for readers). */
-const MAX_COPY_DEPTH = 5
-
-/** A view's row-query fields as a write is about to store them (compiled instead of the stored ones). */
-export interface ViewPatch {
-  id: number
-  filters?: unknown
-  config?: unknown
-  columnVisibility?: unknown
-}
-
-/**
- * The panel's views compiled for membership; none when the panel is gone. With `patched`, that
- * view as it is about to be saved.
- */
-export async function loadPanelMembership(
-  db: Db,
-  tenantId: string,
-  panelId: number,
-  patched?: ViewPatch,
-): Promise<PanelMembership> {
-  const [panels, viewRows, columnRows] = await db.batch([
-    db.all<{ cohort_rule: string | null }>(
-      sql`SELECT cohort_rule FROM panels WHERE id = ${panelId} AND tenant_id = ${tenantId} AND deleted_at IS NULL`,
-    ),
-    db.all<ViewRecord>(sql`
-      SELECT id, user_id, name, filters, config, column_visibility, source_view_id, membership_key FROM views
-      WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} ORDER BY id`),
-    db.all<{ id: number; name: string; type: string; column_type: string; formula: string | null }>(sql`
-      SELECT id, name, type, column_type, formula FROM columns WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} ORDER BY id`),
-  ])
-  if (panels.length === 0) return { tenantId, panelId, views: [] }
-  const cohortRule = panels[0].cohort_rule ? (JSON.parse(panels[0].cohort_rule) as CohortRule) : null
-  const columns = panelColumnsOf(
-    columnRows.map((c) => ({ id: c.id, name: c.name, type: c.type, columnType: c.column_type as never, formula: c.formula })),
-  )
-  if (patched) {
-    const at = viewRows.findIndex((v) => Number(v.id) === patched.id)
-    const v = viewRows[at]
-    if (v) {
-      viewRows[at] = {
-        ...v,
-        filters: patched.filters === undefined ? v.filters : JSON.stringify(patched.filters),
-        config: patched.config === undefined ? v.config : JSON.stringify(patched.config),
-        column_visibility:
-          patched.columnVisibility === undefined ? v.column_visibility : JSON.stringify(patched.columnVisibility),
-      }
-    }
-  }
-  const byId = new Map(viewRows.map((v) => [Number(v.id), v]))
-  const views = viewRows.map((v): MemberView => {
-    const chain = copyChain(v, byId)
-    const issues: FilterIssue[] = []
-    const cohort = resolveCohortRule(cohortRule, columns.byName, issues)
-    const filters = chain.map((f, i) => resolveFilters(f, columns.byName, `filters[${i}]`, issues))
-    const shown = shownColumns(columns.list, chain.length, v, byId)
-    const key = JSON.stringify({ cohortRule, filters: chain, shown: shown.map((c) => [c.id, c.name, c.kind]) })
-    return {
-      id: Number(v.id),
-      userId: v.user_id,
-      name: v.name,
-      key: hashText(key),
-      storedKey: v.membership_key,
-      where: issues.length > 0 ? null : sql.join([filterSql(cohort), ...filters.map(filterSql)], sql` AND `),
-      shape: JSON.stringify([
-        ['_id', '_id'],
-        ['_source', '_source'],
-        ['_errors', '_errors'],
-        ...shown.map((c) => [c.name, c.id]),
-      ]),
-    }
-  })
-  return { tenantId, panelId, views }
 }
 
 /**
@@ -343,36 +231,4 @@ function panelEventStatements(write: RowWrite): SQL[] {
       FROM pending_changes WHERE token = ${write.token} AND view_id = 0 HAVING count(*) > 0`,
     write.at,
   )
-}
-
-/** The filters a view's rows are held to: its own, then those of the views it was copied from. */
-function copyChain(view: ViewRecord, byId: Map<number, ViewRecord>): FilterCriterion[][] {
-  const chain = [JSON.parse(view.filters) as FilterCriterion[]]
-  let at = view
-  for (let depth = 0; at.source_view_id !== null && depth < MAX_COPY_DEPTH; depth++) {
-    const source = byId.get(Number(at.source_view_id))
-    if (!source) break
-    chain.push(JSON.parse(source.filters) as FilterCriterion[])
-    at = source
-  }
-  return chain
-}
-
-/** The columns a view shows its owner: for a copy, only among those the views above it show. */
-function shownColumns(all: ColumnRef[], chainLength: number, view: ViewRecord, byId: Map<number, ViewRecord>): ColumnRef[] {
-  const shape = (v: ViewRecord) => ({
-    config: JSON.parse(v.config) as { columns?: string[] },
-    columnVisibility: JSON.parse(v.column_visibility) as Record<string, boolean>,
-  })
-  let reachable = all
-  const above: ViewRecord[] = []
-  let at = view
-  for (let depth = 1; depth < chainLength; depth++) {
-    const source = byId.get(Number(at.source_view_id))
-    if (!source) break
-    above.unshift(source)
-    at = source
-  }
-  for (const source of above) reachable = visibleColumns(reachable, shape(source) as never)
-  return visibleColumns(reachable, shape(view) as never)
 }

@@ -7,7 +7,8 @@ import { isoNow } from '../lib/clock.ts'
 import { GenerationDigest } from './digest.ts'
 import { deleteIdentities, upsertIdentities, writtenRowIdentities } from './identities.ts'
 import type { PanelPlan } from './materialise.ts'
-import { membershipStatements, type PanelMembership, type RowWrite, writeToken } from './membership.ts'
+import { membershipStatements, type RowWrite, writeToken } from './membership.ts'
+import type { PanelMembership } from './membership-plan.ts'
 import {
   countRemovedKeys,
   deleteStatements,

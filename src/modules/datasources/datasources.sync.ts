@@ -8,7 +8,7 @@ import { conflict } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { FileAccessError } from '../../lib/files.ts'
 import { catchUpColumnChanges, loadPanelPlan, type PanelPlan } from '../../rowstore/materialise.ts'
-import { loadPanelMembership } from '../../rowstore/membership.ts'
+import { loadPanelMembership } from '../../rowstore/membership-plan.ts'
 import {
   type Counts,
   countGeneration,
