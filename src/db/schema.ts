@@ -521,6 +521,15 @@ export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'skipped'
  * `payload` is set only for events that are not in the log (the `ping` of the test route, the
  * `events.expired` notice); log events are read from `events` when sent.
  */
+/** One attempt of an outbound delivery, as its history keeps it. */
+export interface DeliveryAttempt {
+  attempt: number
+  at: string
+  statusCode: number | null
+  durationMs: number | null
+  error: string | null
+}
+
 export const subscriptionDeliveries = sqliteTable(
   'subscription_deliveries',
   {
@@ -541,6 +550,8 @@ export const subscriptionDeliveries = sqliteTable(
     statusCode: integer(),
     durationMs: integer(),
     error: text(),
+    /** Every attempt, oldest first (at most MAX_ATTEMPTS): `[{ attempt, at, statusCode, durationMs, error }]`. */
+    history: text({ mode: 'json' }).$type<DeliveryAttempt[]>(),
     ...timestamps,
   },
   (t) => [

@@ -286,8 +286,11 @@ async function record(deps: ServiceDeps, job: HeadJob, attempt: number, outcome:
   const { sub, head, token } = job
   const now = job.clock()
   const at = now.toISOString()
+  const entry = sql`json_object('attempt', ${attempt}, 'at', ${at}, 'statusCode', ${outcome.statusCode},
+    'durationMs', ${outcome.durationMs}, 'error', ${outcome.error})`
   const last = sql`attempts = ${attempt}, last_attempt_at = ${at}, status_code = ${outcome.statusCode},
-    duration_ms = ${outcome.durationMs}, error = ${outcome.error}, updated_at = ${at}`
+    duration_ms = ${outcome.durationMs}, error = ${outcome.error}, updated_at = ${at},
+    history = json_insert(coalesce(history, '[]'), '$[#]', ${entry})`
   const thisHead = sql`id = ${head.id} AND status = 'pending' AND attempts = ${head.attempts}`
   if (outcome.ok) {
     await deps.db.batch([

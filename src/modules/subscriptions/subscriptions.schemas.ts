@@ -96,6 +96,17 @@ export const DeliverySchema = z
     error: z.string().nullable(),
     nextAttemptAt: Timestamp.nullable().openapi({ description: 'When a pending delivery is tried next' }),
     lastAttemptAt: Timestamp.nullable(),
+    attemptsLog: z
+      .array(
+        z.object({
+          attempt: z.number().int(),
+          at: Timestamp,
+          statusCode: z.number().int().nullable(),
+          durationMs: z.number().int().nullable(),
+          error: z.string().nullable(),
+        }),
+      )
+      .openapi({ description: 'Every attempt of this delivery, oldest first (status code, duration, error)' }),
     createdAt: Timestamp,
   })
   .openapi('WebhookDelivery')
@@ -160,5 +171,6 @@ export const toDeliveryDto = (row: DeliveryRow): DeliveryDto => ({
   error: row.error ?? null,
   nextAttemptAt: row.nextAttemptAt ?? null,
   lastAttemptAt: row.lastAttemptAt ?? null,
+  attemptsLog: row.history ?? [],
   createdAt: row.createdAt,
 })

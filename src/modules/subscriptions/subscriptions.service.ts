@@ -186,6 +186,7 @@ export async function pingSubscription(ctx: ServiceContext, id: number): Promise
       statusCode: outcome.statusCode,
       durationMs: outcome.durationMs,
       error: outcome.error,
+      history: [{ attempt: 1, at, statusCode: outcome.statusCode, durationMs: outcome.durationMs, error: outcome.error }],
       createdAt: occurredAt,
       updatedAt: at,
     })

@@ -178,6 +178,12 @@ describe('order and retries', () => {
     const [second, first] = (await deliveriesOf(sub.id)).deliveries
     expect(first).toMatchObject({ status: 'failed', attempts: MAX_ATTEMPTS, statusCode: 500, nextAttemptAt: null })
     expect(second).toMatchObject({ status: 'pending', attempts: 1 })
+    // Every attempt is kept, oldest first, at the times the backoff gave.
+    expect(first.attemptsLog.map((a: { attempt: number; statusCode: number }) => [a.attempt, a.statusCode])).toEqual(
+      Array.from({ length: MAX_ATTEMPTS }, (_, i) => [i + 1, 500]),
+    )
+    const times = first.attemptsLog.map((a: { at: string }) => Date.parse(a.at))
+    expect(times.slice(1).map((at: number, i: number) => at - times[i])).toEqual(BACKOFF_MS)
     expect((await subscription(sub.id)).consecutiveFailures).toBe(1)
   })
 

@@ -1,0 +1,1 @@
+ALTER TABLE `subscription_deliveries` ADD `history` text;
