@@ -1,7 +1,10 @@
 // biome-ignore lint/style/noRestrictedImports: a type-only import; no client is made here
 import type { Client } from '@libsql/client'
 import { drizzle } from 'drizzle-orm/libsql'
-import * as schema from './schema.ts'
+import * as core from './schema.ts'
+import * as live from './schema-live.ts'
+
+const schema = { ...core, ...live }
 
 /** Wraps a libSQL client made by a runtime entry; never makes a client itself. */
 export function createDb(client: Client) {

@@ -1,9 +1,11 @@
 import { sql } from 'drizzle-orm'
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 
 /**
- * Every table of the service. Timestamps are ISO 8601 UTC strings with milliseconds, so they sort
- * as text and reach the wire unchanged. JSON columns are `text({ mode: 'json' })`.
+ * The tables of panels, their sources, rows, columns, views, changes, notices, the read audit and
+ * stored ViewDefinitions; the change feed's and outbound webhooks' are in schema-live.ts.
+ * Timestamps are ISO 8601 UTC strings with milliseconds, so they sort as text and reach the wire
+ * unchanged. JSON columns are `text({ mode: 'json' })`.
  */
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
@@ -20,7 +22,7 @@ export interface CohortRule {
   logic: 'AND' | 'OR' | 'and' | 'or'
 }
 
-const timestamps = {
+export const timestamps = {
   createdAt: text().notNull(),
   updatedAt: text().notNull(),
 }
@@ -386,177 +388,4 @@ export const viewDefinitions = sqliteTable(
     ...timestamps,
   },
   (t) => [index('view_definitions_tenant_user_idx').on(t.tenantId, t.userId, t.resource)],
-)
-
-export type EventType =
-  | 'row.entered'
-  | 'row.left'
-  | 'row.updated'
-  | 'panel.rows_changed'
-  | 'sync.completed'
-  | 'sync.failed'
-  | 'view.updated'
-  | 'view.published'
-  | 'view.deleted'
-
-/**
- * The change feed (LIVE.md; docs/live.md): one log per tenant, written by the row store in the
- * same transaction as the change that causes each event. `seq` is taken from `event_sequences` in
- * that transaction, so per tenant it grows by one with each event in commit order. `panel_id` and
- * `view_id` say who may read an event (the panel's owner; readers of the view).
- */
-export const events = sqliteTable(
-  'events',
-  {
-    id: integer().primaryKey({ autoIncrement: true }),
-    tenantId: text().notNull(),
-    seq: integer().notNull(),
-    type: text().$type<EventType>().notNull(),
-    occurredAt: text().notNull(),
-    panelId: integer(),
-    viewId: integer(),
-    dataSourceId: integer(),
-    /** The event's `data` as JSON text. */
-    data: text().notNull(),
-  },
-  (t) => [
-    uniqueIndex('events_tenant_seq_idx').on(t.tenantId, t.seq),
-    index('events_tenant_panel_idx').on(t.tenantId, t.panelId, t.seq),
-    index('events_tenant_view_idx').on(t.tenantId, t.viewId, t.seq),
-  ],
-)
-
-/** The last `seq` given per tenant: kept apart from `events` so retention can never reuse one. */
-export const eventSequences = sqliteTable('event_sequences', {
-  tenantId: text().primaryKey(),
-  lastSeq: integer().notNull(),
-})
-
-/**
- * View membership as data (LIVE.md; docs/live.md "Membership"): the rows each view matched after
- * the last write that touched them, by stable identity (source, record key), with the row as the
- * view showed it then (the `row` of `row.left`, the `from` of `row.updated`).
- */
-export const viewMembers = sqliteTable(
-  'view_members',
-  {
-    viewId: integer().notNull(),
-    dataSourceId: integer().notNull(),
-    key: text().notNull(),
-    tenantId: text().notNull(),
-    panelId: integer().notNull(),
-    rowId: integer().notNull(),
-    /** The row as `GET /api/views/{id}/rows` showed it (JSON text). */
-    row: text().notNull(),
-  },
-  (t) => [
-    primaryKey({ columns: [t.viewId, t.dataSourceId, t.key] }),
-    index('view_members_panel_idx').on(t.panelId, t.dataSourceId, t.key),
-  ],
-)
-
-/**
- * Scratch rows of one write (one transaction, removed by its last statement): which identities
- * the write changed (`view_id` 0) and how each view's membership moves. Never read outside the
- * transaction that wrote them; a table, not connection state, so it works on D1 and fresh
- * connections alike.
- */
-export const pendingChanges = sqliteTable(
-  'pending_changes',
-  {
-    token: text().notNull(),
-    viewId: integer().notNull(),
-    dataSourceId: integer().notNull(),
-    key: text().notNull(),
-    /** Identity level: inserted | updated | deleted. View level: entered | left | updated. */
-    kind: text().notNull(),
-    rowId: integer(),
-    row: text(),
-    changed: text(),
-  },
-  (t) => [primaryKey({ columns: [t.token, t.viewId, t.dataSourceId, t.key] })],
-)
-
-/**
- * Outbound webhook subscriptions (LIVE.md; docs/live.md "Outbound webhooks"): an owner's endpoint
- * that receives the events it selects and its owner may read. `cursorSeq` is the last event `seq`
- * of the tenant the queue has looked at (enqueued or passed over); the lease says which runner
- * holds the subscription's queue, so several instances never send its deliveries twice.
- */
-export const subscriptions = sqliteTable(
-  'subscriptions',
-  {
-    id: integer().primaryKey({ autoIncrement: true }),
-    tenantId: text().notNull(),
-    /** The owner (creator): deliveries carry only events this user may read. */
-    userId: text().notNull(),
-    url: text().notNull(),
-    /** Event types, or `['*']` for every type. */
-    events: text({ mode: 'json' }).$type<string[]>().notNull(),
-    panelId: integer(),
-    viewId: integer(),
-    description: text(),
-    /** The signing secret, encrypted (`enc:v1:…`); never answered after creation. */
-    secret: text().notNull(),
-    active: integer({ mode: 'boolean' }).notNull().default(true),
-    disabledReason: text(),
-    /** Deliveries ended `failed` in a row (a success resets it); WEBHOOK_DISABLE_AFTER disables. */
-    consecutiveFailures: integer().notNull().default(0),
-    cursorSeq: integer().notNull().default(0),
-    leaseToken: text(),
-    leaseExpiresAt: text(),
-    ...timestamps,
-  },
-  (t) => [
-    index('subscriptions_tenant_user_idx').on(t.tenantId, t.userId),
-    index('subscriptions_active_idx').on(t.active, t.tenantId),
-  ],
-)
-
-export type DeliveryStatus = 'pending' | 'delivered' | 'failed' | 'skipped'
-
-/**
- * The durable delivery queue and its history: one row per (subscription, event), sent in `id`
- * order (= `seq` order) per subscription; a `pending` row at the head holds the rows behind it.
- * `payload` is set only for events that are not in the log (the `ping` of the test route, the
- * `events.expired` notice); log events are read from `events` when sent.
- */
-/** One attempt of an outbound delivery, as its history keeps it. */
-export interface DeliveryAttempt {
-  attempt: number
-  at: string
-  statusCode: number | null
-  durationMs: number | null
-  error: string | null
-}
-
-export const subscriptionDeliveries = sqliteTable(
-  'subscription_deliveries',
-  {
-    id: integer().primaryKey({ autoIncrement: true }),
-    tenantId: text().notNull(),
-    subscriptionId: integer()
-      .notNull()
-      .references(() => subscriptions.id, { onDelete: 'cascade' }),
-    /** X-Delivery-Id: the same on every attempt of this delivery. */
-    deliveryId: text().notNull(),
-    eventSeq: integer(),
-    eventType: text().notNull(),
-    payload: text(),
-    status: text().$type<DeliveryStatus>().notNull(),
-    attempts: integer().notNull().default(0),
-    nextAttemptAt: text(),
-    lastAttemptAt: text(),
-    statusCode: integer(),
-    durationMs: integer(),
-    error: text(),
-    /** Every attempt, oldest first (at most MAX_ATTEMPTS): `[{ attempt, at, statusCode, durationMs, error }]`. */
-    history: text({ mode: 'json' }).$type<DeliveryAttempt[]>(),
-    ...timestamps,
-  },
-  (t) => [
-    index('subscription_deliveries_queue_idx').on(t.subscriptionId, t.status, t.id),
-    uniqueIndex('subscription_deliveries_event_idx').on(t.subscriptionId, t.eventSeq),
-    index('subscription_deliveries_updated_idx').on(t.updatedAt),
-  ],
 )

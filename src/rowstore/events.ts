@@ -1,5 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
-import type { EventType } from '../db/schema.ts'
+import type { EventType } from '../db/schema-live.ts'
 
 /**
  * Appending to the change feed (LIVE.md; docs/live.md). Every function answers statements for the

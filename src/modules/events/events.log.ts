@@ -1,6 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../../db/client.ts'
-import type { EventType } from '../../db/schema.ts'
+import type { EventType } from '../../db/schema-live.ts'
 import { AppError } from '../../errors.ts'
 import type { Readable } from './events.access.ts'
 import type { LoggedEvent } from './events.schemas.ts'

@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi'
-import type { EventType } from '../../db/schema.ts'
+import type { EventType } from '../../db/schema-live.ts'
 import { TenantQuery, Timestamp } from '../../http/router.ts'
 import { eventData } from '../../rowstore/event-json.ts'
 import { EVENT_TYPES } from '../../rowstore/events.ts'

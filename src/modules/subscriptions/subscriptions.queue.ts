@@ -1,7 +1,7 @@
 import { and, asc, eq, sql } from 'drizzle-orm'
 import type { ServiceDeps } from '../../context.ts'
 import { rowsAffected } from '../../db/client.ts'
-import { subscriptionDeliveries, subscriptions } from '../../db/schema.ts'
+import { subscriptionDeliveries, subscriptions } from '../../db/schema-live.ts'
 import type { DeliveryReport } from '../../scheduler/due-syncs-report.ts'
 import { readEvent } from '../events/events.log.ts'
 import { toEventDto } from '../events/events.schemas.ts'

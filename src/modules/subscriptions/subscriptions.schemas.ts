@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi'
-import type { DeliveryStatus, subscriptionDeliveries, subscriptions } from '../../db/schema.ts'
+import type { DeliveryStatus, subscriptionDeliveries, subscriptions } from '../../db/schema-live.ts'
 import { IdParam, TenantBody, TenantQuery, Timestamp } from '../../http/router.ts'
 import { EVENT_TYPES } from '../../rowstore/events.ts'
 

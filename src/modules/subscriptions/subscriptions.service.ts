@@ -1,6 +1,6 @@
 import { and, count, desc, eq, type SQL, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
-import { subscriptionDeliveries, subscriptions } from '../../db/schema.ts'
+import { subscriptionDeliveries, subscriptions } from '../../db/schema-live.ts'
 import { AppError, notFound } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { checkTargets } from './subscriptions.access.ts'
