@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi'
 import type { AccessAction, AccessOutcome, accessRecords } from '../../db/schema.ts'
+import { OffsetPaging, refuseOffsetWithPage } from '../../http/offset-paging.ts'
 import { TenantId, Timestamp, UserId } from '../../http/router.ts'
 import { QueryId, QueryTimestamp } from '../changes/changes.schemas.ts'
 
@@ -25,14 +26,10 @@ export const ListAccessQuery = z
     action: z.enum(ACCESS_ACTIONS).optional(),
     from: QueryTimestamp.optional().openapi({ description: 'Only records at or after this instant (inclusive)' }),
     to: QueryTimestamp.optional().openapi({ description: 'Only records before this instant (exclusive)' }),
-    limit: z.coerce.number().int().min(1).max(100).optional().default(50).openapi({ example: 50 }),
-    offset: z.coerce.number().int().min(0).optional().openapi({ description: 'Items to skip; or use `page`' }),
-    page: z.coerce.number().int().min(1).optional().openapi({ description: '1-based page of `limit` items; or use `offset`' }),
+    ...OffsetPaging,
   })
   .superRefine((q, ctx) => {
-    if (q.offset !== undefined && q.page !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['page'], message: 'use either offset or page, not both' })
-    }
+    refuseOffsetWithPage(q, ctx)
     if (q.from !== undefined && q.to !== undefined && q.from > q.to) {
       ctx.addIssue({ code: 'custom', path: ['to'], message: 'must not be before from' })
     }

@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi'
 import type { ChangeAction, ChangeEntity, changes } from '../../db/schema.ts'
+import { OffsetPaging, refuseOffsetWithPage } from '../../http/offset-paging.ts'
 import { TenantId, Timestamp, UserId } from '../../http/router.ts'
 
 export const CHANGE_ENTITIES = ['Panel', 'DataSource', 'Column', 'View'] as const satisfies readonly ChangeEntity[]
@@ -45,15 +46,9 @@ export const ListChangesQuery = z
     panelId: QueryId.optional(),
     entityType: z.enum(CHANGE_ENTITIES).optional(),
     action: z.enum(CHANGE_ACTIONS).optional(),
-    limit: z.coerce.number().int().min(1).max(100).optional().default(50).openapi({ example: 50 }),
-    offset: z.coerce.number().int().min(0).optional().openapi({ description: 'Items to skip; or use `page`' }),
-    page: z.coerce.number().int().min(1).optional().openapi({ description: '1-based page of `limit` items; or use `offset`' }),
+    ...OffsetPaging,
   })
-  .superRefine((q, ctx) => {
-    if (q.offset !== undefined && q.page !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['page'], message: 'use either offset or page, not both' })
-    }
-  })
+  .superRefine(refuseOffsetWithPage)
 
 const FieldChange = z
   .object({ oldValue: z.unknown().optional(), newValue: z.unknown().optional() })

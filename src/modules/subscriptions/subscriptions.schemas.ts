@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi'
 import type { DeliveryStatus, subscriptionDeliveries, subscriptions } from '../../db/schema-live.ts'
+import { OffsetPaging, refuseOffsetWithPage } from '../../http/offset-paging.ts'
 import { IdParam, TenantBody, TenantQuery, Timestamp } from '../../http/router.ts'
 import { EVENT_TYPES } from '../../rowstore/events.ts'
 
@@ -121,15 +122,9 @@ export const DeliveriesQuery = z
   .object({
     ...TenantQuery.shape,
     status: z.enum(DELIVERY_STATUSES).optional(),
-    limit: z.coerce.number().int().min(1).max(100).optional().default(50).openapi({ example: 50 }),
-    offset: z.coerce.number().int().min(0).optional().openapi({ description: 'Items to skip; or use `page`' }),
-    page: z.coerce.number().int().min(1).optional().openapi({ description: '1-based page of `limit` items; or use `offset`' }),
+    ...OffsetPaging,
   })
-  .superRefine((q, ctx) => {
-    if (q.offset !== undefined && q.page !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['page'], message: 'use either offset or page, not both' })
-    }
-  })
+  .superRefine(refuseOffsetWithPage)
 
 export const SubscriptionIdParam = IdParam
 
