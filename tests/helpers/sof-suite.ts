@@ -49,11 +49,16 @@ export function loadSuites(dir: string): Suite[] {
     .map((file) => ({ file, ...JSON.parse(readFileSync(join(dir, file), 'utf8')) }))
 }
 
-/** Runs one official test through the HTTP operation and judges the answer as the suite says. */
-export async function runSuiteTest(client: TestClient, suite: Suite, test: SuiteTest): Promise<TestOutcome> {
+/**
+ * Runs one official test through the HTTP operation and judges the answer as the suite says: over
+ * the suite's resources sent inline, or over a data source holding them (`sourceId`).
+ */
+export async function runSuiteTest(client: TestClient, suite: Suite, test: SuiteTest, sourceId?: number): Promise<TestOutcome> {
   const parameter = [
     { name: 'viewResource', resource: test.view },
-    ...suite.resources.map((resource) => ({ name: 'resource', resource })),
+    ...(sourceId === undefined
+      ? suite.resources.map((resource) => ({ name: 'resource', resource }))
+      : [{ name: 'source', valueString: String(sourceId) }]),
   ]
   const res = await client.post('/api/$viewdefinition-run', { resourceType: 'Parameters', parameter })
   if (test.expectError) {

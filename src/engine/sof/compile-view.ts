@@ -1,5 +1,6 @@
 import { fhirPathEngine, loadFhirPathEngine } from '../fhirpath/engine.ts'
 import { constantLiterals, withConstants } from './constants.ts'
+import { ElementsRead } from './elements-read.ts'
 import { compileStep, compileValue, type Evaluate, type PathContext, PathError, type Step } from './paths.ts'
 import { VIEW_METADATA_KEYS, VIEW_STATUSES, type ViewColumn, ViewDefinitionError, type ViewIssue } from './view-definition.ts'
 
@@ -38,6 +39,11 @@ export interface ViewPlan {
   columns: ViewColumn[]
   root: SelectPlan
   where: WherePlan[]
+  /**
+   * The resource's top-level elements the view reads (elements-read.ts), or undefined when it may
+   * read any: a run over stored records need not parse the others.
+   */
+  elements?: string[]
 }
 
 /** Loads the FHIRPath engine (its model types unnested elements) and compiles the view. */
@@ -73,8 +79,8 @@ export function compileView(definition: unknown): ViewPlan {
     issues.push({ path: 'resource', message: `${resource} is not an R4 resource type` })
   }
   const literals = constantLiterals(view.constant, issues)
-  const compiler = new Compiler(literals, issues)
   const context: PathContext = { resource: typeof resource === 'string' ? resource : 'Resource' }
+  const compiler = new Compiler(literals, issues, new ElementsRead(context.resource!))
   let root: SelectPlan | undefined
   if (!Array.isArray(view.select) || view.select.length === 0) {
     issues.push({ path: 'select', message: 'required: at least one select' })
@@ -90,7 +96,7 @@ export function compileView(definition: unknown): ViewPlan {
     else seen.set(column.name, column.at)
   }
   if (issues.length > 0 || !root) throw new ViewDefinitionError(issues)
-  return { resource: resource as string, columns, root, where }
+  return { resource: resource as string, columns, root, where, elements: compiler.reads.elements() }
 }
 
 // --- Internal helpers ---
@@ -120,6 +126,7 @@ class Compiler {
   constructor(
     private readonly literals: Map<string, string>,
     private readonly issues: ViewIssue[],
+    readonly reads: ElementsRead,
   ) {}
 
   /** Records a problem; answers undefined, for the compile that failed. */
@@ -281,7 +288,9 @@ class Compiler {
     const expression = withConstants(path, this.literals, at, this.issues)
     if (this.issues.length > before) return undefined
     try {
-      return compileStep(expression, context, typed)
+      const step = compileStep(expression, context, typed)
+      this.reads.note(expression, context.resource !== undefined)
+      return step
     } catch (err) {
       if (!(err instanceof PathError)) throw err
       this.issues.push({ path: at, message: err.message })
@@ -295,7 +304,9 @@ class Compiler {
     const expression = withConstants(path, this.literals, at, this.issues)
     if (this.issues.length > before) return undefined
     try {
-      return compileValue(expression, context)
+      const evaluate = compileValue(expression, context)
+      this.reads.note(expression, context.resource !== undefined)
+      return evaluate
     } catch (err) {
       if (!(err instanceof PathError)) throw err
       this.issues.push({ path: at, message: err.message })

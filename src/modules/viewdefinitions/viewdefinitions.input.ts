@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, gte, sql } from 'drizzle-orm'
+import { and, asc, eq, gt, gte, type SQL, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
 import { records } from '../../db/schema.ts'
 import { noteAccess } from '../audit/audit.record.ts'
@@ -11,15 +11,22 @@ const PAGE = 1000
  * The current records of one of the caller's data sources (404 for another tenant's or user's), as
  * an async stream of their data read page by page, in key order through the
  * (data_source_id, generation, key) index, so a run over millions holds one page at a time.
- * `since`: only records written at or after that instant (their `updatedAt`).
+ * `since`: only records written at or after that instant (their `updatedAt`). `elements`: the
+ * top-level elements the view reads (ViewPlan.elements); the others are left in the database.
  */
-export async function sourceResources(ctx: ServiceContext, sourceId: number, since?: string): Promise<AsyncIterable<unknown>> {
+export async function sourceResources(
+  ctx: ServiceContext,
+  sourceId: number,
+  since?: string,
+  elements?: string[],
+): Promise<AsyncIterable<unknown>> {
   const source = await requireDataSource(ctx, sourceId)
   noteAccess(ctx, { dataSourceId: source.id, panelId: source.panelId })
   // A resource a panel's view stored as several rows (record_key) is read once, from its first row.
   const once = sql`(${records.recordKey} IS NULL OR NOT EXISTS (SELECT 1 FROM records o WHERE o.data_source_id = ${records.dataSourceId}
     AND o.generation = ${records.generation} AND o.record_key = ${records.recordKey} AND o.key < ${records.key}))`
   const base = and(eq(records.dataSourceId, source.id), eq(records.generation, source.currentGeneration), once)
+  const read = elements ? projection(elements) : { data: sql<string>`${records.data}`, id: sql<string | null>`NULL` }
   return {
     async *[Symbol.asyncIterator]() {
       let after: string | undefined
@@ -27,7 +34,7 @@ export async function sourceResources(ctx: ServiceContext, sourceId: number, sin
         const page = await ctx.db
           // The data as its stored text, parsed one record at a time as the run takes it: a page's
           // resources then die young instead of surviving into the old generation together.
-          .select({ key: records.key, data: sql<string>`${records.data}` })
+          .select({ key: records.key, data: read.data, id: read.id })
           .from(records)
           .where(
             and(
@@ -38,13 +45,43 @@ export async function sourceResources(ctx: ServiceContext, sourceId: number, sin
           )
           .orderBy(asc(records.key))
           .limit(PAGE)
-        for (const record of page) yield JSON.parse(record.data) as unknown
+        for (const record of page) {
+          const resource = JSON.parse(record.data)
+          if (record.id !== null) resource.id = record.id
+          yield resource as unknown
+        }
         if (page.length < PAGE) return
         after = page[page.length - 1].key
       }
     },
   }
 }
+
+/**
+ * The record's data reduced to `elements` (plain identifiers, ViewPlan.elements), as JSON text
+ * built by SQLite, each element's text exactly as stored; and a string `id` apart from it. V8's
+ * JSON.parse interns every string value of up to 10 characters (measured; docs/sql-on-fhir.md):
+ * a resource's own id is unique, so parsing ids made each run pile up interned strings that only a
+ * major collection frees, and peak memory grew with the run's length. Read as a column, the id is
+ * an ordinary string that dies young. Any other type of `id` stays in the JSON, as stored.
+ */
+function projection(elements: string[]): { data: SQL<string>; id: SQL<string | null> } {
+  const unsafe = elements.find((name) => !SAFE_NAME.test(name))
+  if (unsafe !== undefined) throw new Error(`not an element name: ${unsafe}`)
+  const data = records.data
+  const parts = elements.map((name) =>
+    name === 'id'
+      ? sql`CASE WHEN json_type(${data}, '$.id') <> 'text' THEN '"id":' || (${data} -> '$.id') END`
+      : sql`${sql.raw(`'"${name}":'`)} || (${data} -> ${sql.raw(`'$.${name}'`)})`,
+  )
+  return {
+    data: sql<string>`'{' || concat_ws(',', ${sql.join(parts, sql`, `)}) || '}'`,
+    id: sql<string | null>`CASE WHEN json_type(${data}, '$.id') = 'text' THEN ${data} ->> '$.id' END`,
+  }
+}
+
+/** Element names are written into the SQL text (D1 allows 100 bound values a statement). */
+const SAFE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
 
 /**
  * Whether a resource belongs to the patient `Patient/<id>`: the Patient itself, or a resource whose

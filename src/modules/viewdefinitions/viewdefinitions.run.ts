@@ -38,7 +38,9 @@ export async function runViewDefinition(ctx: ServiceContext, body: RunParameters
     noteAccess(ctx, {
       query: { source: request.source, view: storedId ?? request.viewReference ?? 'inline', since, limit, patient, format },
     })
-    input = await sourceResources(ctx, request.source, since)
+    // `patient` also reads the references ofPatient() follows.
+    const elements = plan.elements && patient ? [...plan.elements, 'subject', 'patient'] : plan.elements
+    input = await sourceResources(ctx, request.source, since, elements)
   }
   const writer = rowWriter(plan, request.format, request.header)
   const counted = { rows: 0 }
