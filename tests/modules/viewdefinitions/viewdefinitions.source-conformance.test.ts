@@ -29,20 +29,24 @@ beforeAll(async () => {
   client = clientFor(t.app, 'tenant-sof', 'user-sof')
   const panel = await client.post('/api/panels', { name: 'Official suite', tenantId: 'tenant-sof', userId: 'user-sof' })
   expect(panel.status).toBe(201)
-  for (const suite of suites) {
-    const types = [...new Set(suite.resources.map((r) => String(r.resourceType)))]
-    const byType = Object.fromEntries(types.map((type) => [type, suite.resources.filter((r) => r.resourceType === type)]))
-    fhir.state.resources = byType as Served
-    const source = await client.post(`/api/panels/${panel.body.id}/datasources`, {
-      type: 'fhir',
-      name: suite.file,
-      config: { baseUrl: fhir.baseUrl, resourceTypes: Object.keys(byType) },
-    })
-    expect(source.body, suite.file).toMatchObject({ syncStatus: 'success' })
-    sourceOf.set(suite.file, source.body.id)
-  }
+  for (const suite of suites) sourceOf.set(suite.file, await storedAsSource(panel.body.id, suite.resources, suite.file))
 }, 60_000)
 afterAll(() => fhir.close())
+
+/** A FHIR data source of the panel holding `resources`, synced from the loopback server; its id. */
+async function storedAsSource(panelId: number, resources: Record<string, unknown>[], name?: string): Promise<number> {
+  const types = [...new Set(resources.map((r) => String(r.resourceType)))]
+  fhir.state.resources = Object.fromEntries(
+    types.map((type) => [type, resources.filter((r) => r.resourceType === type)]),
+  ) as Served
+  const source = await client.post(`/api/panels/${panelId}/datasources`, {
+    type: 'fhir',
+    ...(name ? { name } : {}),
+    config: { baseUrl: fhir.baseUrl, resourceTypes: types },
+  })
+  expect(source.body, name).toMatchObject({ syncStatus: 'success' })
+  return source.body.id
+}
 
 describe("SQL-on-FHIR v2 official tests over a data source's records", () => {
   it('has every suite stored, each of its resources a record', async () => {
@@ -141,17 +145,8 @@ describe('a run over stored records answers as the same run over the resources i
 
   let sourceId: number
   beforeAll(async () => {
-    fhir.state.resources = {
-      Patient: resources.filter((r) => r.resourceType === 'Patient'),
-      Observation: resources.filter((r) => r.resourceType === 'Observation'),
-    } as Served
     const panel = await client.post('/api/panels', { name: 'Edge cases', tenantId: 'tenant-sof', userId: 'user-sof' })
-    const source = await client.post(`/api/panels/${panel.body.id}/datasources`, {
-      type: 'fhir',
-      config: { baseUrl: fhir.baseUrl, resourceTypes: ['Patient', 'Observation'] },
-    })
-    expect(source.body).toMatchObject({ syncStatus: 'success' })
-    sourceId = source.body.id
+    sourceId = await storedAsSource(panel.body.id, resources)
   })
 
   const run = async (view: unknown, input: Record<string, unknown>[]) => {
