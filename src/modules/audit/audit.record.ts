@@ -4,8 +4,8 @@ import type { AccessEntry, AccessNote, ServiceContext } from '../../context.ts'
 import type { AccessAction, AccessOutcome } from '../../db/schema.ts'
 import { AppError } from '../../errors.ts'
 import { type AppContext, type AppEnv, requestMeta } from '../../http/context.ts'
+import { StreamCancelled } from '../../http/push-stream.ts'
 import { isoNow } from '../../lib/clock.ts'
-import { ExportCancelled } from '../rows/rows.export.stream.ts'
 import { type AccessRecord, writeAccess } from './audit.service.ts'
 
 /**
@@ -86,7 +86,7 @@ export function streamedAccess(ctx: ServiceContext, rowCount: () => number) {
     try {
       await produce()
     } catch (err) {
-      const cancelled = err instanceof ExportCancelled
+      const cancelled = err instanceof StreamCancelled
       await finish(cancelled ? 'cancelled' : 'failed', cancelled ? null : 'INTERNAL_ERROR').catch((e) =>
         ctx.log.error('access record of a stream not written', { requestId: ctx.meta.requestId, error: e?.message }),
       )

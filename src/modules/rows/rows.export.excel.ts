@@ -1,5 +1,6 @@
 import { invalid } from '../../errors.ts'
-import { PipeSink, type Push } from './rows.export.stream.ts'
+import type { Push } from '../../http/push-stream.ts'
+import { PipeSink } from './rows.export.pipe-sink.ts'
 import type { ExportColumn, ExportTable } from './rows.export.types.ts'
 
 type ExcelJs = typeof import('exceljs')

@@ -1,5 +1,5 @@
 import { invalid } from '../../errors.ts'
-import type { Push } from './rows.export.stream.ts'
+import type { Push } from '../../http/push-stream.ts'
 import { cellText } from './rows.export.text.ts'
 import type { ExportTable } from './rows.export.types.ts'
 

@@ -1,4 +1,4 @@
-import type { Push } from './rows.export.stream.ts'
+import type { Push } from '../../http/push-stream.ts'
 import type { ExportTable } from './rows.export.types.ts'
 
 /**

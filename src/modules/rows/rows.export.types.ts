@@ -1,4 +1,4 @@
-import type { Push } from './rows.export.stream.ts'
+import type { Push } from '../../http/push-stream.ts'
 
 export const EXPORT_FORMATS = ['csv', 'json', 'excel', 'pdf'] as const
 export type ExportFormat = (typeof EXPORT_FORMATS)[number]

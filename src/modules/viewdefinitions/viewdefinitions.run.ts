@@ -1,7 +1,7 @@
 import type { ServiceContext } from '../../context.ts'
 import { type Row, rowsOf, ViewRunError } from '../../engine/sof/index.ts'
+import { pushStream } from '../../http/push-stream.ts'
 import { noteAccess, streamedAccess } from '../audit/audit.record.ts'
-import { pushStream } from '../rows/rows.export.stream.ts'
 import { ofPatient, sourceResources } from './viewdefinitions.input.ts'
 import { RUN_CONTENT_TYPES, rowWriter } from './viewdefinitions.output.ts'
 import { type RunRequest, readRunParameters } from './viewdefinitions.parameters.ts'

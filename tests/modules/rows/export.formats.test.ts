@@ -1,9 +1,9 @@
 import ExcelJS from 'exceljs'
 import Papa from 'papaparse'
 import { describe, expect, it } from 'vitest'
+import { pushStream } from '../../../src/http/push-stream.ts'
 import { writeExcel } from '../../../src/modules/rows/rows.export.excel.ts'
 import { PDF_MAX_ROWS, writePdf } from '../../../src/modules/rows/rows.export.pdf.ts'
-import { pushStream } from '../../../src/modules/rows/rows.export.stream.ts'
 import { writeCsv, writeJson } from '../../../src/modules/rows/rows.export.text.ts'
 import type { ExportTable, FormatWriter } from '../../../src/modules/rows/rows.export.types.ts'
 

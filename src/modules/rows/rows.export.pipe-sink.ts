@@ -1,65 +1,7 @@
 /**
- * Streams for exports: a web ReadableStream fed by a producer with backpressure (the producer
- * waits while the reader is behind), and a minimal Node-style writable for libraries that `pipe()`
- * into one (exceljs's zip writer), made of Web APIs only.
+ * A minimal Node-style writable for libraries that `pipe()` into one (exceljs's zip writer), made
+ * of Web APIs only, whose chunks go on to a push stream (src/http/push-stream.ts).
  */
-
-/** Hands one chunk to the reader; resolves once the reader wants more. */
-export type Push = (chunk: Uint8Array) => Promise<void>
-
-/** Thrown into a producer when the reader went away (client closed the download). */
-export class ExportCancelled extends Error {
-  constructor() {
-    super('The export was cancelled by the client')
-    this.name = 'ExportCancelled'
-  }
-}
-
-/** Bytes queued ahead of the reader before the producer pauses. */
-const HIGH_WATER_MARK = 512 * 1024
-
-/**
- * A byte stream whose chunks `produce` pushes. The producer pauses while more than
- * HIGH_WATER_MARK bytes wait for the reader and stops (ExportCancelled) when the reader cancels.
- * A producer failure errors the stream; `onError` sees it (the response has started by then).
- */
-export function pushStream(produce: (push: Push) => Promise<void>, onError: (err: unknown) => void): ReadableStream<Uint8Array> {
-  let wake: (() => void) | undefined
-  let cancelled = false
-  const resume = () => {
-    const w = wake
-    wake = undefined
-    w?.()
-  }
-  return new ReadableStream<Uint8Array>(
-    {
-      start(controller) {
-        const push: Push = async (chunk) => {
-          if (cancelled) throw new ExportCancelled()
-          if (chunk.byteLength > 0) controller.enqueue(chunk)
-          while (!cancelled && (controller.desiredSize ?? 1) <= 0) await new Promise<void>((r) => (wake = r))
-          if (cancelled) throw new ExportCancelled()
-        }
-        produce(push).then(
-          () => {
-            if (!cancelled) controller.close()
-          },
-          (err) => {
-            if (cancelled || err instanceof ExportCancelled) return
-            onError(err)
-            controller.error(err)
-          },
-        )
-      },
-      pull: resume,
-      cancel() {
-        cancelled = true
-        resume()
-      },
-    },
-    new ByteLengthQueuingStrategy({ highWaterMark: HIGH_WATER_MARK }),
-  )
-}
 
 type Listener = (...args: unknown[]) => void
 
