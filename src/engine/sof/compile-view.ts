@@ -79,8 +79,9 @@ export function compileView(definition: unknown): ViewPlan {
     issues.push({ path: 'resource', message: `${resource} is not an R4 resource type` })
   }
   const literals = constantLiterals(view.constant, issues)
-  const context: PathContext = { resource: typeof resource === 'string' ? resource : 'Resource' }
-  const compiler = new Compiler(literals, issues, new ElementsRead(context.resource!))
+  const resourceType = typeof resource === 'string' ? resource : 'Resource'
+  const context: PathContext = { resource: resourceType }
+  const compiler = new Compiler(literals, issues, new ElementsRead(resourceType))
   let root: SelectPlan | undefined
   if (!Array.isArray(view.select) || view.select.length === 0) {
     issues.push({ path: 'select', message: 'required: at least one select' })

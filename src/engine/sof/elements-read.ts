@@ -2,7 +2,7 @@ import { fhirPathEngine } from '../fhirpath/engine.ts'
 
 /**
  * Which top-level elements of a resource a view reads, so a run over stored records can read only
- * those (docs/sql-on-fhir.md, "Reading only what the view reads"). The answer may name more
+ * those (docs/sql-on-fhir.md, "Why peak memory used to grow with the run"). The answer may name more
  * elements than the view needs, never fewer: every member a path at the resource names counts,
  * wherever it stands in the path (`name.where(use = 'official')` counts `name` and `use`), with
  * its primitive-extension sibling (`_birthDate`) and, for a choice element, every typed name

@@ -8,7 +8,7 @@ import { findSuiteDir, loadSuites, runSuiteTest } from '../../helpers/sof-suite.
  * The 134 official SQL-on-FHIR v2 tests again, each over a FHIR data source holding its suite's
  * resources (synced from a loopback FHIR server) instead of inline resources. A run over stored
  * records reads only the elements the view reads, built by SQLite, with the id as a column
- * (docs/sql-on-fhir.md, "Reading only what the view reads"): every answer must still be the
+ * (docs/sql-on-fhir.md, "Why peak memory used to grow with the run"): every answer must still be the
  * suite's, whatever the view reads (choice types, primitive extensions, `%resource`, `$this`,
  * `repeat`, `where`, constants, decimals).
  */
