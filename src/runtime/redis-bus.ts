@@ -44,6 +44,7 @@ export function createRedisBus(url: string, log: Logger): LiveBus {
       pub.publish(EVENTS_CHANNEL, `${instance} ${tenantId}`).catch(failed('publish'))
     },
     listen: local.listen,
+    listenAll: local.listenAll,
     close() {
       closing ??= (async () => {
         await local.close()

@@ -4,7 +4,8 @@
  * D1 binding `DB` through drizzle-orm/d1, else libSQL over HTTP on DATABASE_URL; the KV binding
  * `CACHE` through unstorage; the R2 binding `FILES` as the file store of `file` sources and uploads
  * (without it, file features refuse with a 400 naming the binding). The cron trigger runs the due syncs. Workers never migrate at run time:
- * `wrangler d1 migrations apply` applies migrations/ in the deploy step.
+ * `wrangler d1 migrations apply` applies migrations/ in the deploy step. A request that commits a
+ * tenant's events sends that tenant's due webhook deliveries after its response (waitUntil).
  */
 import type {
   D1Database,
@@ -26,10 +27,12 @@ import type { DocsAssets } from '../http/docs-asset-files.ts'
 import { createRateLimiter } from '../http/rate-limit.ts'
 import { createTokenVerifier } from '../http/token-verifier.ts'
 import { createLogger } from '../lib/logger.ts'
+import { deliverAfterCommits } from '../modules/subscriptions/subscriptions.kick.ts'
 import { runDueSyncs } from '../scheduler/run-due-syncs.ts'
 import { sha256Hex } from './node-crypto.ts'
 import { d1Db } from './workers-d1.ts'
 import { r2FileStore } from './workers-files.ts'
+import { type TrackedInvocation, trackInvocation } from './workers-invocation.ts'
 
 /** The Worker's env: the bindings of wrangler.toml plus string vars and secrets. */
 export interface WorkerEnv {
@@ -50,6 +53,9 @@ interface Isolate {
 }
 
 const isolates = new WeakMap<object, Isolate>()
+
+/** The fetch invocation of an execution context (the scheduled one has none: its step delivers itself). */
+const invocations = new WeakMap<object, TrackedInvocation>()
 
 /** node:crypto's synchronous digest, which nodejs_compat provides. */
 
@@ -112,6 +118,7 @@ function assetsOf(env: WorkerEnv): DocsAssets | undefined {
 /**
  * The request's deps: fresh database and cache clients, the isolate's token cache and rate limits,
  * and `defer` kept alive by the invocation's `waitUntil` (workerd drops work left after the response).
+ * A fetch invocation's commits are followed by a delivery pass per tenant (subscriptions.kick.ts).
  */
 async function depsFor(env: WorkerEnv, execution: Pick<ExecutionContext, 'waitUntil'>): Promise<Deps> {
   let isolate: Isolate
@@ -131,7 +138,8 @@ async function depsFor(env: WorkerEnv, execution: Pick<ExecutionContext, 'waitUn
   // workerd's fetch must be called on the global object, not as a method of `deps.outbound`.
   const outboundFetch: typeof fetch = (input, init) => fetch(input, init)
   const files = env.FILES ? r2FileStore(env.FILES) : undefined
-  const waitUntil = (work: Promise<unknown>) => execution.waitUntil(work)
+  const invocation = invocations.get(execution)
+  const waitUntil = invocation ? invocation.defer : (work: Promise<unknown>) => execution.waitUntil(work)
   const deps = await buildDeps(config, {
     db,
     storage,
@@ -143,14 +151,23 @@ async function depsFor(env: WorkerEnv, execution: Pick<ExecutionContext, 'waitUn
     docsAssets: assetsOf(env),
     waitUntil,
   })
-  return { ...deps, ...isolate.shared }
+  const shared = { ...deps, ...isolate.shared }
+  if (invocation) deliverAfterCommits(shared, invocation)
+  return shared
 }
 
 const app = createApp((env, request) => depsFor(env as WorkerEnv, request.executionCtx))
 
 export default {
   async fetch(request: Request, env: WorkerEnv, ctx: ExecutionContext) {
-    const response = await app.fetch(request, env, ctx as never)
+    const invocation = trackInvocation(ctx)
+    invocations.set(ctx, invocation)
+    let response: Response
+    try {
+      response = await app.fetch(request, env, ctx as never)
+    } finally {
+      invocation.answered()
+    }
     // A request answered without reading its body (a refused upload, a 401 on a POST): read the rest
     // after answering. Behind the static-assets router (wrangler.toml [assets]) workerd otherwise
     // resets the connection while the client is still sending, and the client never sees the answer.

@@ -49,7 +49,6 @@ export const SKIP = {
   workersStreamAudit:
     "BUG: on workerd (Miniflare) the access record of an event stream the client closed is not written: the client's abort or the record's waitUntil write does not reach the worker (not yet diagnosed)",
   workersHeaders: 'BUG: workerd answers one prepared response header fewer than Node on the same routes',
-  liveBus: "signals a commit on the in-process live bus; the server's bus is its own, so its wake-ups are tested in-process only",
 } as const
 
 /** The skips taken in this test file: target and reason (for reporting). */
