@@ -12,7 +12,8 @@ import { type LoggedEvent, ROW_EVENT_TYPES, toEventDto } from './events.schemas.
  * the client goes away (its cancel), when the service stops (the bus closes), when its caller
  * loses the view or panel of its path, or when the client falls too far behind; in each case the
  * stream leaves the feed, so no listener or timer outlives it. The client resumes with
- * `Last-Event-ID`.
+ * `Last-Event-ID`. Where the runtime sees a client go only when a write to it fails (Workers), the
+ * stream writes an empty comment every poll interval, so such a write comes soon after a close.
  */
 
 export const EVENT_STREAM = 'text/event-stream'
@@ -25,6 +26,8 @@ const MAX_QUEUED_BYTES = 1024 * 1024
 
 const encoder = new TextEncoder()
 const frames = new WeakMap<LoggedEvent, Uint8Array>()
+/** An empty comment: the fewest bytes a client ignores, written to find out whether it is still there. */
+const PROBE = encoder.encode(':\n\n')
 
 /** The frame of one event, encoded once for every stream it goes to. */
 function frameOf(tenantId: string, e: LoggedEvent): Uint8Array {
@@ -96,6 +99,7 @@ export function eventStream(ctx: ServiceContext, req: StreamRequest): ReadableSt
             if (moved) lastSentId = sub.cursor
             write(encoder.encode(`: ping\n${moved}\n`))
           },
+          probe: () => write(PROBE),
           end: () => stop(true),
         }
         cancelStream = () => stop(false)
