@@ -29,6 +29,23 @@ afterEach(async () => {
   await Promise.all(open.splice(0).map((s) => s.close()))
 })
 
+/** The `stream` access records of `userId` on `viewId`, once there is one (or after 3 s). */
+async function streamRecords(userId: string, viewId: number) {
+  const deadline = Date.now() + 3000
+  let rows: Record<string, unknown>[] = []
+  while (Date.now() < deadline) {
+    rows = (
+      await w.t.client.execute({
+        sql: "SELECT * FROM access_records WHERE action = 'stream' AND user_id = ? AND view_id = ?",
+        args: [userId, viewId],
+      })
+    ).rows
+    if (rows.length > 0) break
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  return rows
+}
+
 describe('GET /api/events with Accept: text/event-stream', () => {
   it('streams an event committed after connecting, as id/event/data frames', async () => {
     const s = await stream(w.alice, '/api/events')
@@ -179,20 +196,21 @@ describe('stream lifecycle (in-process)', () => {
     ])
     await s.next(seqFrame(start + 3), WITHIN)
     await s.close()
-    const deadline = Date.now() + 3000
-    let rows: Record<string, unknown>[] = []
-    while (Date.now() < deadline) {
-      rows = (
-        await w.t.client.execute({
-          sql: "SELECT * FROM access_records WHERE action = 'stream' AND user_id = 'bob' AND view_id = ?",
-          args: [w.publishedViewId],
-        })
-      ).rows
-      if (rows.length > 0) break
-      await new Promise((r) => setTimeout(r, 50))
-    }
+    const rows = await streamRecords('bob', w.publishedViewId)
     expect(rows).toHaveLength(1)
     expect(rows[0]).toMatchObject({ outcome: 'success', row_count: 2, panel_id: w.panelId, status: 200 })
+  })
+
+  it('ends a stream whose request signal aborts, though its body is not cancelled, and records it', async () => {
+    const s = await stream(w.ada, `/api/views/${w.publishedViewId}/events`)
+    await s.next((f) => f.comment === 'open')
+    s.abortRequest()
+    const rows = await streamRecords('ada', w.publishedViewId)
+    expect(rows).toHaveLength(1)
+    expect(rows[0]).toMatchObject({ outcome: 'success', row_count: 0, panel_id: w.panelId, status: 200 })
+    const deadline = Date.now() + 1000
+    while (!s.ended && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
+    expect(s.ended).toBe(true)
   })
 })
 
