@@ -41,6 +41,12 @@ export interface Deps {
   sha256Hex?: (text: string) => string
   /** Wakes change-feed streams after a commit of events (src/live/bus.ts). */
   live: LiveBus
+  /**
+   * The runtime learns that a client closed a streamed response only when a write to it fails
+   * (workerd), not when the connection closes (Node, Deno): event streams then write a probe at
+   * every poll of the log, so they end, and write their access records, soon after the client left.
+   */
+  streamCloseSeenOnWrite: boolean
   tokens: TokenVerifier
   rateLimiter: RateLimiter
   startedAt: number
@@ -80,6 +86,8 @@ export interface Primitives {
   closeDb?: () => void | Promise<void>
   /** The change feed's wake-ups; one process's own bus when absent. */
   live?: LiveBus
+  /** Deps.streamCloseSeenOnWrite; false when absent. */
+  streamCloseSeenOnWrite?: boolean
 }
 
 /** One way to assemble Deps for every runtime entry and for tests. */
@@ -121,6 +129,7 @@ export async function buildDeps(config: Config, p: Primitives): Promise<Deps> {
     docsAssets: p.docsAssets,
     sha256Hex: p.sha256Hex,
     live,
+    streamCloseSeenOnWrite: p.streamCloseSeenOnWrite ?? false,
     tokens: createTokenVerifier(config.jwtSecret, now),
     rateLimiter: createRateLimiter(now),
     startedAt: now(),

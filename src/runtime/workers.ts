@@ -150,6 +150,9 @@ async function depsFor(env: WorkerEnv, execution: Pick<ExecutionContext, 'waitUn
     log,
     docsAssets: assetsOf(env),
     waitUntil,
+    // workerd's HTTP server does not watch a connection while a response streams: it finds the
+    // client gone (and cancels the body) only when a write to it fails.
+    streamCloseSeenOnWrite: true,
   })
   const shared = { ...deps, ...isolate.shared }
   if (invocation) deliverAfterCommits(shared, invocation)

@@ -46,8 +46,6 @@ export const SKIP = {
     'xlsx needs exceljs, which the Workers bundle leaves out (400 naming the runtime); on Deno the xlsx import answers 400 (not yet diagnosed)',
   workersPdf: 'PDF export needs pdfkit, which the Workers bundle leaves out (400 naming the runtime)',
   feedState: "reads the in-process change feed's state (its open streams) and stops the in-process deps",
-  workersStreamAudit:
-    "BUG: on workerd (Miniflare) the access record of an event stream the client closed is not written: the client's abort or the record's waitUntil write does not reach the worker (not yet diagnosed)",
   workersHeaders: 'BUG: workerd answers one prepared response header fewer than Node on the same routes',
 } as const
 

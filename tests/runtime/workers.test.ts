@@ -2,7 +2,6 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
-import { fileURLToPath } from 'node:url'
 import ExcelJS from 'exceljs'
 import { Miniflare } from 'miniflare'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -10,13 +9,10 @@ import { buildWorker, WORKER_LIMITS, type WorkerBundle } from '../../scripts/bui
 import { documentedSizes, SIZE_DRIFT } from '../../scripts/docs-sizes.ts'
 import { migrateLocalD1 } from '../helpers/local-d1.ts'
 import { type FixtureServer, sendJson, startJsonServer } from '../helpers/servers.ts'
+import { tomlList, tomlString, wranglerToml } from '../helpers/wrangler-toml.ts'
 import { listingSuite } from './listing.ts'
 import { freePort, SMOKE_SECRET, waitFor } from './processes.ts'
 import { bearer, smokeSuite } from './smoke.ts'
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-const wranglerToml = readFileSync(join(ROOT, 'wrangler.toml'), 'utf8')
-const toml = (key: string) => new RegExp(`^${key}\\s*=\\s*"([^"]+)"`, 'm').exec(wranglerToml)?.[1]
 
 /** wrangler.toml's `[assets]` (binding ASSETS, the Worker first) for Miniflare. */
 const assetsOf = (bundle: WorkerBundle) => ({
@@ -50,9 +46,9 @@ describe('Cloudflare Workers: the bundled entry in workerd (Miniflare, local D1,
       modules: true,
       modulesRoot: bundle.outdir,
       scriptPath: bundle.script,
-      compatibilityDate: toml('compatibility_date'),
-      compatibilityFlags: ['nodejs_compat'],
-      d1Databases: { DB: toml('database_id')! },
+      compatibilityDate: tomlString('compatibility_date'),
+      compatibilityFlags: tomlList('compatibility_flags'),
+      d1Databases: { DB: tomlString('database_id')! },
       d1Persist: join(persist, 'v3', 'd1'),
       kvNamespaces: ['CACHE'],
       r2Buckets: ['FILES'],
@@ -313,8 +309,8 @@ describe('Cloudflare Workers: configuration and per-isolate state', () => {
       modules: true,
       modulesRoot: bundle.outdir,
       scriptPath: bundle.script,
-      compatibilityDate: toml('compatibility_date'),
-      compatibilityFlags: ['nodejs_compat'],
+      compatibilityDate: tomlString('compatibility_date'),
+      compatibilityFlags: tomlList('compatibility_flags'),
       bindings,
       ...extra,
     } as ConstructorParameters<typeof Miniflare>[0])

@@ -30,6 +30,8 @@ export interface FeedSubscriber {
   /** Writes events to the client; false when the client is too far behind (the stream then ends). */
   send(events: LoggedEvent[]): boolean
   ping(): void
+  /** Writes a no-op the client ignores (deps.streamCloseSeenOnWrite). */
+  probe(): void
   end(reason: 'closed' | 'access' | 'slow'): void
 }
 
@@ -97,7 +99,7 @@ class TenantFeed {
     this.unlisten = deps.live.listen(tenantId, () => void this.pump())
     const { pollIntervalMs, pingIntervalMs } = deps.config.events
     this.timers = [
-      setInterval(() => void this.pump(), pollIntervalMs),
+      setInterval(() => this.poll(), pollIntervalMs),
       setInterval(() => {
         for (const m of this.members) m.sub.ping()
       }, pingIntervalMs),
@@ -126,6 +128,17 @@ class TenantFeed {
     this.unlisten()
     this.deps.live.closed.removeEventListener('abort', this.onClosed)
     this.onEmpty()
+  }
+
+  /**
+   * The timer's read of the log; where the runtime sees a closed stream only on a write, also a
+   * probe of every stream, whether or not it just sent something: the first write after a close
+   * still succeeds (the peer's reset comes back to it), the next one fails. So a stream whose client
+   * left ends within two poll intervals, not two pings.
+   */
+  private poll() {
+    void this.pump()
+    if (this.deps.streamCloseSeenOnWrite) for (const m of this.members) m.sub.probe()
   }
 
   /** Reads the log after the stream's cursor until it reaches the feed's head, then makes it live. */

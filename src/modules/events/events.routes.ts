@@ -70,7 +70,7 @@ const panelRoute = createRoute({
 async function answer(c: AppContext, query: EventsInput, lastEventId: number | undefined, target?: EventsTarget) {
   const ctx = ctxOf(c, query)
   if (!wantsStream(c.req.header('accept'))) return sendJson(c, await listEvents(ctx, query, target), 200)
-  const body = await openEventStream(ctx, query, lastEventId, target)
+  const body = await openEventStream(ctx, query, lastEventId, target, c.req.raw.signal)
   return new Response(body, {
     status: 200,
     headers: {

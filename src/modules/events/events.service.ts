@@ -62,16 +62,18 @@ export async function listEvents(ctx: ServiceContext, input: EventsInput, target
  * A server-sent event stream of the events the caller may read (docs/live.md "Server-sent
  * events"), from `Last-Event-ID` when sent, else `after`, else the head of the log (only events
  * committed from now on). A cursor older than the retained log is a 410 before the stream starts.
+ * `clientGone` is the request's signal, aborted when the client disconnects.
  */
 export async function openEventStream(
   ctx: ServiceContext,
   input: EventsInput,
   lastEventId: number | undefined,
   target?: EventsTarget,
+  clientGone?: AbortSignal,
 ): Promise<ReadableStream<Uint8Array>> {
   const { filter, unlocked, bound } = await resolveScope(ctx, input, target)
   const position = await logPosition(ctx.db, ctx.scope.tenantId)
   const given = lastEventId ?? input.after
   if (given !== undefined) checkCursor(given, position)
-  return eventStream(ctx, { cursor: given ?? position.head, filter, unlocked, bound })
+  return eventStream(ctx, { cursor: given ?? position.head, filter, unlocked, bound, clientGone })
 }

@@ -9,10 +9,11 @@ import { type LoggedEvent, ROW_EVENT_TYPES, toEventDto } from './events.schemas.
  * Server-sent events of the change feed (docs/live.md "Server-sent events"): a ReadableStream of
  * frames `id: <seq>`, `event: <type>`, `data: <event JSON>`, fed by the tenant's shared reader
  * (events.feed.ts), with a `: ping` comment every EVENTS_PING_INTERVAL_MS. The stream ends when
- * the client goes away (its cancel), when the service stops (the bus closes), when its caller
+ * the client goes away (its cancel, or the request's signal), when the service stops (the bus closes), when its caller
  * loses the view or panel of its path, or when the client falls too far behind; in each case the
  * stream leaves the feed, so no listener or timer outlives it. The client resumes with
- * `Last-Event-ID`.
+ * `Last-Event-ID`. Where the runtime sees a client go only when a write to it fails (Workers), the
+ * stream writes an empty comment every poll interval, so such a write comes soon after a close.
  */
 
 export const EVENT_STREAM = 'text/event-stream'
@@ -25,6 +26,8 @@ const MAX_QUEUED_BYTES = 1024 * 1024
 
 const encoder = new TextEncoder()
 const frames = new WeakMap<LoggedEvent, Uint8Array>()
+/** An empty comment: the fewest bytes a client ignores, written to find out whether it is still there. */
+const PROBE = encoder.encode(':\n\n')
 
 /** The frame of one event, encoded once for every stream it goes to. */
 function frameOf(tenantId: string, e: LoggedEvent): Uint8Array {
@@ -41,6 +44,12 @@ export interface StreamRequest {
   filter: FeedSubscriber['filter']
   unlocked: ReadonlySet<number>
   bound?: FeedSubscriber['bound']
+  /**
+   * The request's signal. A runtime may tell a disconnect there and not cancel the body: workerd
+   * releases since 1.20260619 are reported to abort it (with the enable_request_signal flag) and no
+   * longer cancel a JavaScript body (cloudflare/workerd#6832).
+   */
+  clientGone?: AbortSignal
 }
 
 /** The SSE body for the caller of `ctx`; the stream's access record is written when it ends. */
@@ -96,6 +105,7 @@ export function eventStream(ctx: ServiceContext, req: StreamRequest): ReadableSt
             if (moved) lastSentId = sub.cursor
             write(encoder.encode(`: ping\n${moved}\n`))
           },
+          probe: () => write(PROBE),
           end: () => stop(true),
         }
         cancelStream = () => stop(false)
@@ -105,6 +115,11 @@ export function eventStream(ctx: ServiceContext, req: StreamRequest): ReadableSt
           record(() => ended),
           { what: 'event stream access record', tenantId },
         )
+        // After joining, so the stop leaves the feed. Closed, not only left: a body the runtime no
+        // longer reads would otherwise stay open.
+        const gone = req.clientGone
+        if (gone?.aborted) stop(true)
+        else gone?.addEventListener('abort', () => stop(true), { once: true })
       },
       cancel() {
         cancelStream?.()

@@ -1,8 +1,7 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { cpSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
-import { fileURLToPath } from 'node:url'
 import type { D1Database } from '@cloudflare/workers-types/index.ts'
 import { Miniflare, type MiniflareOptions } from 'miniflare'
 import { createStorage } from 'unstorage'
@@ -10,11 +9,8 @@ import kvDriver from 'unstorage/drivers/cloudflare-kv-binding'
 import { inject } from 'vitest'
 import type { EnvRecord } from '../../../src/config.ts'
 import { d1Db } from '../../../src/runtime/workers-d1.ts'
+import { tomlList, tomlString } from '../wrangler-toml.ts'
 import { NULL_BODY, type RemoteServer, remoteEnv, type SqlClient, TABLES_SQL, wipeStatements } from './server.ts'
-
-const ROOT = fileURLToPath(new URL('../../..', import.meta.url))
-const wranglerToml = readFileSync(join(ROOT, 'wrangler.toml'), 'utf8')
-const toml = (key: string) => new RegExp(`^${key}\\s*=\\s*"([^"]+)"`, 'm').exec(wranglerToml)?.[1]
 
 /** libSQL's `execute` over a D1 binding: what tests use to read and poke at stored rows. */
 function d1Client(d1: D1Database): SqlClient {
@@ -53,9 +49,9 @@ export async function startWorkers(secret: string): Promise<RemoteServer> {
       scriptPath: script,
       // The bundle's own workers.js is an ES module, as wrangler uploads it.
       modulesRules: [{ type: 'ESModule', include: ['**/*.js', '**/*.mjs'] }],
-      compatibilityDate: toml('compatibility_date'),
-      compatibilityFlags: ['nodejs_compat'],
-      d1Databases: { DB: toml('database_id')! },
+      compatibilityDate: tomlString('compatibility_date'),
+      compatibilityFlags: tomlList('compatibility_flags'),
+      d1Databases: { DB: tomlString('database_id')! },
       d1Persist: join(dir, 'state', 'v3', 'd1'),
       kvNamespaces: ['CACHE'],
       kvPersist: false,

@@ -172,6 +172,11 @@ export async function openStream(t: TestApp, c: TestClient, path: string, header
       controller.abort()
       await pump
     },
+    /**
+     * Aborts the request's signal without cancelling the body: in-process, a runtime that tells a
+     * disconnect only there; on the servers, a closed connection.
+     */
+    abortRequest: () => controller.abort(),
   }
 }
 
