@@ -1,5 +1,6 @@
 import type { Sql } from 'postgres'
-import { CURSOR_ALIAS, checkHosts, completeCursorBatches, type DatabaseConfig, keyOf, planOf, redact } from './database.ts'
+import type { DatabaseConfig } from './database-config.ts'
+import { CURSOR_ALIAS, checkHosts, completeCursorBatches, keyOf, planOf, redact } from './database-read.ts'
 import { type ConnectorContext, ConnectorError, type SourceRecord } from './types.ts'
 
 type Row = Record<string, unknown>

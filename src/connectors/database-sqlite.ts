@@ -1,15 +1,7 @@
 import { FileAccessError } from '../lib/files.ts'
 import { quoteIdent, type SqlReader, type SqlValue } from '../lib/sql.ts'
-import {
-  CURSOR_ALIAS,
-  checkHosts,
-  completeCursorBatches,
-  type DatabaseConfig,
-  keyOf,
-  planOf,
-  redact,
-  sqlitePath,
-} from './database.ts'
+import { type DatabaseConfig, sqlitePath } from './database-config.ts'
+import { CURSOR_ALIAS, checkHosts, completeCursorBatches, keyOf, planOf, redact } from './database-read.ts'
 import { type ConnectorContext, ConnectorError, type SourceRecord } from './types.ts'
 
 type Row = Record<string, unknown>

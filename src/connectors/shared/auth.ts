@@ -2,7 +2,7 @@ import { z } from 'zod'
 import type { ConnectorContext } from '../types.ts'
 import { ConnectorError } from '../types.ts'
 import { httpUrl } from './http-config.ts'
-import { errorExcerpt, networkFailure, RequestTimeout, readBodyLimited, requestSignal } from './request.ts'
+import { type Authenticator, errorExcerpt, networkFailure, RequestTimeout, readBodyLimited, requestSignal } from './request.ts'
 import { parseRetryAfter, RETRY_STATUSES, RetryableError, withRetry } from './retry.ts'
 
 export const DEFAULT_API_KEY_HEADER = 'X-API-Key'
@@ -49,19 +49,6 @@ export const Authentication = z
   )
 
 export type Authentication = z.infer<typeof Authentication>
-
-/** Puts a source's credentials on its requests. */
-export interface Authenticator {
-  /** Sets the credentials on a request's headers (getting or refreshing an OAuth2 token first). */
-  apply(headers: Headers): Promise<void>
-  /**
-   * After a 401: forgets an OAuth2 token that was not fetched for this very request, so the next
-   * `apply` gets a new one. True when a retry can help.
-   */
-  invalidate(): Promise<boolean>
-  /** Every secret value in play (to redact from messages): config secrets and issued tokens. */
-  readonly secrets: readonly string[]
-}
 
 export interface AuthOptions {
   retryAttempts: number

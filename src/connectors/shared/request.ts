@@ -1,7 +1,22 @@
 import { readBytesLimited } from '../../lib/streams.ts'
 import { type ConnectorContext, ConnectorError } from '../types.ts'
-import type { Authenticator } from './auth.ts'
 import { parseRetryAfter, RETRY_STATUSES, RetryableError, withRetry } from './retry.ts'
+
+/**
+ * Puts a source's credentials on its requests: what the client needs of them, which auth.ts
+ * implements for every kind of authentication.
+ */
+export interface Authenticator {
+  /** Sets the credentials on a request's headers (getting or refreshing an OAuth2 token first). */
+  apply(headers: Headers): Promise<void>
+  /**
+   * After a 401: forgets an OAuth2 token that was not fetched for this very request, so the next
+   * `apply` gets a new one. True when a retry can help.
+   */
+  invalidate(): Promise<boolean>
+  /** Every secret value in play (to redact from messages): config secrets and issued tokens. */
+  readonly secrets: readonly string[]
+}
 
 /** The service's own limit on one response that is parsed whole (JSON, XML). */
 export const MAX_RESPONSE_BYTES = 50 * 1024 * 1024
