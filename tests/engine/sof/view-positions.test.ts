@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { loadFhirPathEngine } from '../../../src/engine/fhirpath/engine.ts'
 import { compileView, positionedRowsOf, rowsOf } from '../../../src/engine/sof/index.ts'
+import { GIVEN_NAMES_VIEW } from '../../helpers/view-definitions.ts'
 
 /**
  * Row positions (src/engine/sof/positions.ts): where in the resource each row's unnested elements
@@ -26,24 +27,13 @@ const positions = (view: unknown, resource: unknown = patient) =>
 
 describe('positionedRowsOf', () => {
   it('gives the JSON position of nested forEach elements, nulls counted', () => {
-    const view = {
-      resource: 'Patient',
-      select: [
-        { column: [{ name: 'id', path: 'id' }] },
-        {
-          forEach: 'name',
-          column: [{ name: 'family', path: 'family' }],
-          select: [{ forEach: 'given', column: [{ name: 'given', path: '$this' }] }],
-        },
-      ],
-    }
-    expect(positions(view)).toEqual([
+    expect(positions(GIVEN_NAMES_VIEW)).toEqual([
       ['name[0].given[0]', 'p1', 'A', 'a'],
       ['name[1].given[0]', 'p1', 'B', 'b1'],
       ['name[1].given[2]', 'p1', 'B', 'b2'],
     ])
     // The same rows as a plain run.
-    expect(positions(view).map((r) => r.slice(1))).toEqual(rowsOf(compileView(view), patient))
+    expect(positions(GIVEN_NAMES_VIEW).map((r) => r.slice(1))).toEqual(rowsOf(compileView(GIVEN_NAMES_VIEW), patient))
   })
 
   it('locates elements a function selected at their place in the JSON', () => {

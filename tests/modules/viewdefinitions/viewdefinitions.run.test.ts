@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { observations, patients, startFhirServer } from '../../helpers/fhir-server.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
+import { GIVEN_NAMES_VIEW } from '../../helpers/view-definitions.ts'
 
 /**
  * `POST /api/$viewdefinition-run` and its two other URL forms (SQL-ON-FHIR.md, "The operation"):
@@ -16,19 +17,7 @@ let alice: TestClient
 let sourceId: number
 
 const params = (...parameter: Record<string, unknown>[]) => ({ resourceType: 'Parameters', parameter })
-const names = {
-  resourceType: 'ViewDefinition',
-  resource: 'Patient',
-  status: 'active',
-  select: [
-    { column: [{ name: 'id', path: 'id' }] },
-    {
-      forEach: 'name',
-      column: [{ name: 'family', path: 'family' }],
-      select: [{ forEach: 'given', column: [{ name: 'given', path: '$this' }] }],
-    },
-  ],
-}
+const names = { ...GIVEN_NAMES_VIEW, status: 'active' }
 const view = { name: 'viewResource', resource: names }
 
 /** A request without the JSON client's parsing, for text answers. */
