@@ -32,10 +32,7 @@ const ACCEPT = {
 /** Config of an `api` source (spec §2.3 API); unknown fields pass through. */
 export const ApiConfig = z
   .object({
-    apiEndpoint: z
-      .string()
-      .refine(httpUrl, 'must be an http or https URL')
-      .refine(withoutCredentials, NO_CREDENTIALS_MESSAGE),
+    apiEndpoint: z.string().refine(httpUrl, 'must be an http or https URL').refine(withoutCredentials, NO_CREDENTIALS_MESSAGE),
     method: z
       .string()
       .transform((m) => m.toUpperCase())

@@ -124,15 +124,20 @@ const readWith = (connector: Connector, setup: () => ReadSetup) => async (now: (
   const { config, context } = setup()
   return (await readAllBatches(connector, config, { ...context, now })).records
 }
-const failing = (connector: Connector, config: Record<string, unknown>, context: Partial<ConnectorContext> = {}) => () =>
-  readAllBatches(connector, config, context)
+const failing =
+  (connector: Connector, config: Record<string, unknown>, context: Partial<ConnectorContext> = {}) =>
+  () =>
+    readAllBatches(connector, config, context)
 
 const fileSource = () => ({ config: { filePath: 'rows.csv', format: 'csv' }, context: { files } })
 testConnector({
   name: 'file',
   connector: file,
   config: {
-    bad: { config: { filePath: '../up.csv', format: 'parquet', skipRows: -1, encoding: 'klingon' }, fields: ['filePath', 'format', 'skipRows', 'encoding'] },
+    bad: {
+      config: { filePath: '../up.csv', format: 'parquet', skipRows: -1, encoding: 'klingon' },
+      fields: ['filePath', 'format', 'skipRows', 'encoding'],
+    },
     missing: { config: {}, fields: ['filePath', 'format'] },
   },
   records: readWith(file, fileSource),
@@ -276,7 +281,8 @@ const databaseLimits = (source: () => ReadSetup) => ({
   count: ROWS,
   maxRecords: 'sync' as const,
   maxBytes: {
-    notApplicable: 'the driver hands rows, not bytes: a database read is bounded by records and time (docs/connectors-database-webhook.md)',
+    notApplicable:
+      'the driver hands rows, not bytes: a database read is bounded by records and time (docs/connectors-database-webhook.md)',
   },
   cap: { notApplicable: 'a database source has no user cap (batchSize sizes batches, it does not cut the read)' },
 })
@@ -301,7 +307,11 @@ testConnector({
       },
       {
         what: 'a wrong password field',
-        run: failing(database, { connectionString: `postgres://reader@127.0.0.1:${gate.port}/postgres`, password, table: 'items' }),
+        run: failing(database, {
+          connectionString: `postgres://reader@127.0.0.1:${gate.port}/postgres`,
+          password,
+          table: 'items',
+        }),
         secrets: [password],
       },
       {
@@ -344,7 +354,10 @@ testConnector({
         run: async () =>
           failing(
             database,
-            { connectionString: `libsql://127.0.0.1:${await closedPort()}?authToken=${encodeURIComponent(authToken)}`, table: 'items' },
+            {
+              connectionString: `libsql://127.0.0.1:${await closedPort()}?authToken=${encodeURIComponent(authToken)}`,
+              table: 'items',
+            },
             { openSqlite },
           )(),
         secrets: [authToken],
@@ -352,7 +365,11 @@ testConnector({
       {
         what: 'an unreachable libSQL server with an authToken field',
         run: async () =>
-          failing(database, { connectionString: `libsql://127.0.0.1:${await closedPort()}`, authToken, table: 'items' }, { openSqlite })(),
+          failing(
+            database,
+            { connectionString: `libsql://127.0.0.1:${await closedPort()}`, authToken, table: 'items' },
+            { openSqlite },
+          )(),
         secrets: [authToken],
       },
       {

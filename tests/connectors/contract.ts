@@ -29,7 +29,9 @@ export interface Failure {
   /** Internal paths (the files root, a temp folder) the message must not name. */
   paths?: string[]
   /** The error the failure is reported with (default ConnectorError, which a sync shows as it is). */
-  errorType?: new (...args: any[]) => Error
+  errorType?: new (
+    ...args: any[]
+  ) => Error
 }
 
 export interface ConnectorContract {
@@ -109,26 +111,34 @@ export function testConnector(contract: ConnectorContract) {
         return
       }
 
-      it('rejects promptly when the signal is already aborted', async () => {
-        const started = Date.now()
-        await expect(read(signal.hanging(), { signal: AbortSignal.abort() })).rejects.toThrow()
-        expect(Date.now() - started).toBeLessThan(PROMPT_MS)
-      }, TEST_MS)
+      it(
+        'rejects promptly when the signal is already aborted',
+        async () => {
+          const started = Date.now()
+          await expect(read(signal.hanging(), { signal: AbortSignal.abort() })).rejects.toThrow()
+          expect(Date.now() - started).toBeLessThan(PROMPT_MS)
+        },
+        TEST_MS,
+      )
 
-      it('stops a read waiting on its source when the signal aborts', async () => {
-        const controller = new AbortController()
-        let settled = false
-        const pending = read(signal.hanging(), { signal: controller.signal }).finally(() => {
-          settled = true
-        })
-        pending.catch(() => {})
-        await new Promise((resolve) => setTimeout(resolve, ABORT_AFTER_MS))
-        expect(settled).toBe(false)
-        const aborted = Date.now()
-        controller.abort()
-        await expect(pending).rejects.toThrow()
-        expect(Date.now() - aborted).toBeLessThan(PROMPT_MS)
-      }, TEST_MS)
+      it(
+        'stops a read waiting on its source when the signal aborts',
+        async () => {
+          const controller = new AbortController()
+          let settled = false
+          const pending = read(signal.hanging(), { signal: controller.signal }).finally(() => {
+            settled = true
+          })
+          pending.catch(() => {})
+          await new Promise((resolve) => setTimeout(resolve, ABORT_AFTER_MS))
+          expect(settled).toBe(false)
+          const aborted = Date.now()
+          controller.abort()
+          await expect(pending).rejects.toThrow()
+          expect(Date.now() - aborted).toBeLessThan(PROMPT_MS)
+        },
+        TEST_MS,
+      )
     })
 
     describe('limits', () => {

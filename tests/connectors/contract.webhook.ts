@@ -12,10 +12,22 @@ import type { ConnectorContract } from './contract.ts'
  */
 export function webhookContract(webhook: Connector<WebhookConfig>): ConnectorContract {
   const secret = 'whsec-Zq8+recognisable/secret'
-  const config = webhook.configSchema.parse({ endpoint: 'ward-feed', events: ['data.created', 'data.deleted'], secret, batchEvents: true })
+  const config = webhook.configSchema.parse({
+    endpoint: 'ward-feed',
+    events: ['data.created', 'data.deleted'],
+    secret,
+    batchEvents: true,
+  })
   const delivery = (events: unknown) => new TextEncoder().encode(JSON.stringify(events))
   const events = [
-    { id: 'e1', event: 'data.created', data: [{ id: 'p2', name: 'Grace' }, { id: 'p1', name: 'Ada' }] },
+    {
+      id: 'e1',
+      event: 'data.created',
+      data: [
+        { id: 'p2', name: 'Grace' },
+        { id: 'p1', name: 'Ada' },
+      ],
+    },
     { id: 'e2', event: 'data.created', data: { id: 'p3', name: 'Alan' } },
     { id: 'e3', event: 'data.deleted', data: ['p9', 7] },
   ]
