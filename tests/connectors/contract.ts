@@ -4,9 +4,10 @@ import { readAllBatches } from '../helpers/connectors.ts'
 
 /**
  * The contract every connector meets (STYLE §12), run over each one as unstorage's `testDriver`
- * runs over each driver: config errors name the fields, the signal stops a read, limits and caps
- * are reported, failure messages are safe to show, keys are stable. Each connector's own tests
- * add what is particular to it. An item that cannot apply says why in the test's name.
+ * runs over each driver (contract.*.test.ts): config errors name the fields, the signal stops a
+ * read, limits and caps are reported, failure messages are safe to show, keys are stable. Each
+ * connector's own tests add what is particular to it. An item that does not apply says why in
+ * the name of a skipped test.
  */
 
 /** Why an item does not apply to a connector. */
@@ -80,6 +81,18 @@ const TEST_MS = 5000
 
 const notApplicable = (item: unknown): item is NotApplicable =>
   typeof item === 'object' && item !== null && 'notApplicable' in item
+
+/** `ConnectorContract.records` of a pull connector: the records of a whole read at the clock given. */
+export const readWith = (connector: Connector, setup: () => ReadSetup) => async (now: () => Date) => {
+  const { config, context } = setup()
+  return (await readAllBatches(connector, config, { ...context, now })).records
+}
+
+/** `Failure.run` of a read that must fail. */
+export const failing =
+  (connector: Connector, config: Record<string, unknown>, context: Partial<ConnectorContext> = {}) =>
+  () =>
+    readAllBatches(connector, config, context)
 
 /** Defines the contract's tests for one connector. */
 export function testConnector(contract: ConnectorContract) {
