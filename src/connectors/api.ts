@@ -1,6 +1,12 @@
 import { z } from 'zod'
 import { Authentication } from './shared/auth.ts'
-import { DEFAULT_HTTP_TIMEOUT_MS, httpUrl, requestFields } from './shared/http-config.ts'
+import {
+  DEFAULT_HTTP_TIMEOUT_MS,
+  httpUrl,
+  NO_CREDENTIALS_MESSAGE,
+  requestFields,
+  withoutCredentials,
+} from './shared/http-config.ts'
 import { evaluatePath, isValidPath } from './shared/json-path.ts'
 import { type LoadedPage, paginate, pagingFields } from './shared/paginate.ts'
 import { csvBatches } from './shared/parse/csv.ts'
@@ -26,7 +32,7 @@ const ACCEPT = {
 /** Config of an `api` source (spec §2.3 API); unknown fields pass through. */
 export const ApiConfig = z
   .object({
-    apiEndpoint: z.string().refine(httpUrl, 'must be an http or https URL'),
+    apiEndpoint: z.string().refine(httpUrl, 'must be an http or https URL').refine(withoutCredentials, NO_CREDENTIALS_MESSAGE),
     method: z
       .string()
       .transform((m) => m.toUpperCase())

@@ -58,10 +58,15 @@ export const DatabaseConfig = z
     keyField: z.string().min(1).optional(),
   })
   .passthrough()
+  .superRefine(
+    (c, ctx) => {
+      if ((c.table === undefined) === (c.query === undefined)) {
+        ctx.addIssue({ code: 'custom', path: ['table'], message: 'give exactly one of table or query' })
+      }
+    },
+    { when: ({ value }) => typeof value === 'object' && value !== null }, // named even beside other bad fields
+  )
   .superRefine((c, ctx) => {
-    if ((c.table === undefined) === (c.query === undefined)) {
-      ctx.addIssue({ code: 'custom', path: ['table'], message: 'give exactly one of table or query' })
-    }
     if (c.query !== undefined && c.incrementalColumn !== undefined && c.keyField === undefined) {
       ctx.addIssue({
         code: 'custom',

@@ -1,6 +1,6 @@
 import type { Sql } from 'postgres'
 import type { DatabaseConfig } from './database-config.ts'
-import { CURSOR_ALIAS, checkHosts, completeCursorBatches, keyOf, planOf, redact } from './database-read.ts'
+import { CURSOR_ALIAS, checkHosts, completeCursorBatches, keyOf, planOf, redact, stoppedRead } from './database-read.ts'
 import { type ConnectorContext, ConnectorError, type SourceRecord } from './types.ts'
 
 type Row = Record<string, unknown>
@@ -15,7 +15,8 @@ export async function* readPostgres(config: DatabaseConfig, ctx: ConnectorContex
   await checkHosts(target.hosts, ctx)
   const secrets = [config.password, target.password]
   const fail = (err: unknown): never => {
-    throw toConnectorError(err, target, config, secrets)
+    // Ending the client on abort fails what was pending: that is the stop, not a broken connection.
+    throw ctx.signal.aborted ? stoppedRead() : toConnectorError(err, target, config, secrets)
   }
   const { default: postgres } = await import('postgres')
   const sql = postgres(config.connectionString, {
@@ -34,6 +35,8 @@ export async function* readPostgres(config: DatabaseConfig, ctx: ConnectorContex
   ctx.signal.addEventListener('abort', stop, { once: true })
   let reserved: Awaited<ReturnType<Sql['reserve']>> | undefined
   try {
+    // Aborted before the listener was added (it would never fire): stop before connecting.
+    if (ctx.signal.aborted) throw stoppedRead()
     // reserve() waits for an open connection and opens none itself: connect (and authenticate) first.
     await sql.unsafe('SELECT 1').catch(fail)
     reserved = await sql.reserve().catch(fail)
@@ -140,7 +143,7 @@ async function* pagesOf(
   let finished = false
   try {
     for (;;) {
-      if (ctx.signal.aborted) throw new ConnectorError('The database read was stopped (time limit or cancellation)')
+      if (ctx.signal.aborted) throw stoppedRead()
       const next = await it.next().catch(fail)
       if (next.done) {
         finished = true

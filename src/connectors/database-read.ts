@@ -111,6 +111,9 @@ const refuse = (host: string, reason: string) =>
     `Refusing to connect to database host ${host}: it is a ${reason} address, and private network addresses are not allowed for data sources (ALLOW_PRIVATE_NETWORK_SOURCES=false)`,
   )
 
+/** The failure of a read stopped by `ctx.signal` (the sync's time limit, a cancel, a stopping service). */
+export const stoppedRead = () => new ConnectorError('The database read was stopped (time limit or cancellation)')
+
 /** Replaces every occurrence of the secrets in a driver message (defence in depth). */
 export function redact(message: string, secrets: (string | undefined)[]): string {
   let out = message

@@ -1,7 +1,7 @@
 import { FileAccessError } from '../lib/files.ts'
 import { quoteIdent, type SqlReader, type SqlValue } from '../lib/sql.ts'
 import { type DatabaseConfig, sqlitePath } from './database-config.ts'
-import { CURSOR_ALIAS, checkHosts, completeCursorBatches, keyOf, planOf, redact } from './database-read.ts'
+import { CURSOR_ALIAS, checkHosts, completeCursorBatches, keyOf, planOf, redact, stoppedRead } from './database-read.ts'
 import { type ConnectorContext, ConnectorError, type SourceRecord } from './types.ts'
 
 type Row = Record<string, unknown>
@@ -22,7 +22,8 @@ export async function* readSqlite(config: DatabaseConfig, ctx: ConnectorContext)
   const secrets = [authToken, config.password]
   const where = remote ? `libSQL server ${url!.host}` : `SQLite file ${sqlitePath(config.connectionString)}`
   const fail = (err: unknown): never => {
-    if (err instanceof ConnectorError || err instanceof FileAccessError) throw err
+    if (err instanceof ConnectorError) throw err
+    if (err instanceof FileAccessError) throw new ConnectorError(err.message)
     const message = (err as Error)?.message ?? String(err)
     throw new ConnectorError(redact(`Reading ${where} failed: ${message.replace(/^(SQLITE_\w+: )+/, '')}`, secrets))
   }
@@ -30,8 +31,12 @@ export async function* readSqlite(config: DatabaseConfig, ctx: ConnectorContext)
     .openSqlite(remote ? { url: config.connectionString, authToken } : { path: sqlitePath(config.connectionString) })
     .catch(fail)
   try {
+    const read = (sql: string, args: SqlValue[] = []) => {
+      if (ctx.signal.aborted) throw stoppedRead()
+      return withLimits(db.query(sql, args), config.timeout, ctx.signal, where).catch(fail)
+    }
     const plan = planOf(config, ctx)
-    const keyColumns = config.table !== undefined ? await primaryKey(db, config.table).catch(fail) : []
+    const keyColumns = config.table !== undefined ? await primaryKey(read, config.table) : []
     if (plan.cursorColumn && keyColumns.length === 0 && !config.keyField) {
       throw new ConnectorError(
         `Incremental sync of table ${config.table} needs a key: the table has no primary key, so set keyField`,
@@ -40,10 +45,6 @@ export async function* readSqlite(config: DatabaseConfig, ctx: ConnectorContext)
     const toRecord = (row: Row): SourceRecord => {
       const { [CURSOR_ALIAS]: _cursor, ...data } = row
       return { key: keyOf(data, keyColumns), data }
-    }
-    const read = (sql: string, args: SqlValue[]) => {
-      if (ctx.signal.aborted) throw new ConnectorError('The database read was stopped (time limit or cancellation)')
-      return withTimeout(db.query(sql, args), config.timeout, where).catch(fail)
     }
     if (!plan.cursorColumn) {
       for (let offset = 0; ; offset += config.batchSize) {
@@ -100,8 +101,8 @@ async function* cursorPages(
   }
 }
 
-async function primaryKey(db: SqlReader, table: string): Promise<string[]> {
-  const { rows } = await db.query(`PRAGMA table_info(${quoteIdent(table)})`)
+async function primaryKey(query: SqlReader['query'], table: string): Promise<string[]> {
+  const { rows } = await query(`PRAGMA table_info(${quoteIdent(table)})`)
   if (rows.length === 0) throw new ConnectorError(`Table ${table} does not exist`)
   return rows
     .filter((r) => Number(r.pk) > 0)
@@ -109,10 +110,17 @@ async function primaryKey(db: SqlReader, table: string): Promise<string[]> {
     .map((r) => String(r.name))
 }
 
-function withTimeout<T>(work: Promise<T>, ms: number, where: string): Promise<T> {
+/** A query bounded by the statement limit (config `timeout`) and by `signal`: neither waits for a slow server. */
+function withLimits<T>(work: Promise<T>, ms: number, signal: AbortSignal, where: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined
+  let onAbort: (() => void) | undefined
   const limit = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new ConnectorError(`Reading ${where} took longer than ${ms} ms (config.timeout)`)), ms)
+    onAbort = () => reject(stoppedRead())
+    signal.addEventListener('abort', onAbort, { once: true })
   })
-  return Promise.race([work, limit]).finally(() => clearTimeout(timer))
+  return Promise.race([work, limit]).finally(() => {
+    clearTimeout(timer)
+    signal.removeEventListener('abort', onAbort!)
+  })
 }

@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import { Authentication } from './shared/auth.ts'
-import { httpUrl, maxPagesField, requestFields } from './shared/http-config.ts'
+import { httpUrl, maxPagesField, NO_CREDENTIALS_MESSAGE, requestFields, withoutCredentials } from './shared/http-config.ts'
 import type { HttpClient } from './shared/request.ts'
 import { sourceClient } from './shared/source-client.ts'
 import { type ConnectorContext, ConnectorError, defineConnector, type SourceRecord } from './types.ts'
@@ -15,7 +15,7 @@ const paramValue = z.union([z.string(), z.number(), z.boolean()])
 /** Config of a `fhir` source (DATA-ENGINE: Connector conventions, FHIR); unknown fields pass through. */
 export const FhirConfig = z
   .object({
-    baseUrl: z.string().refine(httpUrl, 'must be an http or https URL'),
+    baseUrl: z.string().refine(httpUrl, 'must be an http or https URL').refine(withoutCredentials, NO_CREDENTIALS_MESSAGE),
     resourceType: resourceTypeName.optional(),
     resourceTypes: z.array(resourceTypeName).min(1).max(50).optional(),
     /** A query string (`name=smith&_sort=birthdate`) or an object (values may be lists: repeated). */

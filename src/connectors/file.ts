@@ -43,6 +43,7 @@ export function extensionProblem(path: string, allowed: string[] | undefined): s
   return `${ext ? `extension '.${ext}'` : 'a name without extension'} is not in allowedExtensions (${allowed.join(', ')})`
 }
 
+const isObject = (v: unknown) => typeof v === 'object' && v !== null && !Array.isArray(v)
 const noLineBreak = (v: string) => !/[\r\n]/.test(v)
 
 const baseShape = {
@@ -78,10 +79,16 @@ export function fileConfigSchema(type: FileSourceType) {
   return z
     .object({ ...baseShape, format: z.string().optional() })
     .passthrough()
+    .superRefine(
+      (c, ctx) => {
+        if (c.format === undefined && type === 'file') {
+          ctx.addIssue({ code: 'custom', path: ['format'], message: `required: one of ${formats.join(', ')}` })
+        }
+      },
+      { when: ({ value }) => isObject(value) }, // named even beside other bad fields
+    )
     .superRefine((c, ctx) => {
-      if (c.format === undefined && type === 'file') {
-        ctx.addIssue({ code: 'custom', path: ['format'], message: `required: one of ${formats.join(', ')}` })
-      } else if (c.format !== undefined && !(formats as readonly string[]).includes(c.format)) {
+      if (c.format !== undefined && !(formats as readonly string[]).includes(c.format)) {
         ctx.addIssue({
           code: 'custom',
           path: ['format'],

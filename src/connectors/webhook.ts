@@ -40,10 +40,16 @@ export const WebhookConfig = z
     retryDelay: z.number().int().min(0).max(3_600_000).optional(),
   })
   .passthrough()
+  .superRefine(
+    (c, ctx) => {
+      // verifySignature defaults to true: unless it is false, the secret is required.
+      if (c.verifySignature !== false && !c.secret) {
+        ctx.addIssue({ code: 'custom', path: ['secret'], message: 'required when verifySignature is true' })
+      }
+    },
+    { when: ({ value }) => typeof value === 'object' && value !== null }, // named even beside other bad fields
+  )
   .superRefine((c, ctx) => {
-    if (c.verifySignature && !c.secret) {
-      ctx.addIssue({ code: 'custom', path: ['secret'], message: 'required when verifySignature is true' })
-    }
     if ((c as Record<string, unknown>).schedule !== undefined) {
       ctx.addIssue({ code: 'custom', path: ['schedule'], message: 'does not apply: webhook sources receive data by push' })
     }

@@ -17,6 +17,20 @@ export const httpUrl = (v: string) => {
   }
 }
 
+/**
+ * False for a URL carrying `user:password@`: fetch refuses to send it, and the password would be
+ * stored and answered in clear. Credentials go in `authentication`.
+ */
+export const withoutCredentials = (v: string) => {
+  try {
+    const url = new URL(v)
+    return url.username === '' && url.password === ''
+  } catch {
+    return true
+  }
+}
+export const NO_CREDENTIALS_MESSAGE = 'must not contain a user name or password; put credentials in authentication'
+
 export const requestFields = {
   timeout: z.number().int().min(1).max(MAX_HTTP_TIMEOUT_MS).default(DEFAULT_HTTP_TIMEOUT_MS),
   retryAttempts: z.number().int().min(0).max(MAX_RETRY_ATTEMPTS).default(DEFAULT_RETRY_ATTEMPTS),

@@ -194,10 +194,18 @@ export async function errorExcerpt(res: Response, secrets: readonly string[]): P
   return redact(excerptOf(await readErrorBody(res)), secrets)
 }
 
-/** `text` with every secret value replaced by "<SECRET>". */
+/**
+ * `text` with every secret value replaced by "<SECRET>", also as it reads percent-encoded in a URL
+ * or form-encoded in a body (a server that echoes a token request quotes `client_secret=…` so).
+ */
 export function redact(text: string, secrets: readonly string[]): string {
   let out = text
-  for (const s of secrets) if (s.length >= 3) out = out.split(s).join('<SECRET>')
+  for (const s of secrets) {
+    if (s.length < 3) continue
+    for (const form of new Set([s, encodeURIComponent(s), new URLSearchParams({ s }).toString().slice(2)])) {
+      out = out.split(form).join('<SECRET>')
+    }
+  }
   return out
 }
 
