@@ -27,7 +27,12 @@ const keyField = text(
 const retryFields = {
   timeout: orDefault(count('Milliseconds one request may take (at most 300000)'), 30_000),
   retryAttempts: orDefault(count('Retries of a request answered 429, 502, 503, 504 or failing on the network (at most 10)'), 2),
-  retryDelay: orDefault(count('Milliseconds before the first retry, doubled at each retry; Retry-After is honoured'), 500),
+  retryDelay: orDefault(
+    count(
+      'Base delay in milliseconds of the exponential backoff between retries (with jitter); a Retry-After answer is honoured',
+    ),
+    500,
+  ),
 }
 
 const Authentication = z
