@@ -5,6 +5,7 @@ import { type AppEnv, type MakeDeps, mountPath } from './http/context.ts'
 import { mountDocs } from './http/docs-assets.ts'
 import { defaultHook, notFound, onError } from './http/errors.ts'
 import { requestFrame } from './http/frame.ts'
+import { OPENAPI_INFO } from './http/openapi-info.ts'
 import { auditRouter } from './modules/audit/audit.routes.ts'
 import { changesRouter } from './modules/changes/changes.routes.ts'
 import { columnsRouter } from './modules/columns/columns.routes.ts'
@@ -22,16 +23,6 @@ import { subscriptionsRouter } from './modules/subscriptions/subscriptions.route
 import { panelViewDefinitionRouter } from './modules/viewdefinitions/viewdefinitions.panel.routes.ts'
 import { viewDefinitionsRouter } from './modules/viewdefinitions/viewdefinitions.routes.ts'
 import { viewsRouter } from './modules/views/views.routes.ts'
-
-export const OPENAPI_INFO = {
-  openapi: '3.0.0',
-  info: {
-    title: 'Panels API',
-    version: '1.0.0',
-    description:
-      'Multi-tenant service for live patient panels: panels, data sources, columns, views, change tracking and notifications.',
-  },
-} as const
 
 /**
  * The one app every runtime serves. `makeDeps` receives the runtime's bindings (a Worker's env,
@@ -70,7 +61,8 @@ export function createApp(makeDeps: MakeDeps) {
     type: 'http',
     scheme: 'bearer',
     bearerFormat: 'JWT',
-    description: 'HS256 JWT with tenantId and userId (or sub) claims; `npm run token` makes one.',
+    description:
+      'HS256 JWT with tenantId and userId (or sub) claims; `npm start` prints one in development, `npm run token` makes one.',
   })
   // Mounted under a host's path, the document names that path as its server so "try it" calls work.
   const docInfo = (c: Context) => (mountPath(c) ? { ...OPENAPI_INFO, servers: [{ url: mountPath(c) }] } : OPENAPI_INFO)

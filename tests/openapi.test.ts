@@ -1,5 +1,7 @@
 import SwaggerParser from '@apidevtools/swagger-parser'
 import { beforeAll, describe, expect, it } from 'vitest'
+import { connectorFor, DATA_SOURCE_TYPES, IMPORT_ONLY_MESSAGE } from '../src/connectors/registry.ts'
+import { scheduleIssues } from '../src/modules/datasources/datasources.schedule.ts'
 import { makeTestApp, type TestApp } from './helpers/app.ts'
 
 type Doc = any
@@ -167,5 +169,118 @@ describe('GET /docs', () => {
     const html = await res.text()
     expect(html).toMatch(/swagger-ui/i)
     expect(html).toContain('/openapi.json')
+  })
+})
+
+describe('the document around the operations', () => {
+  it('describes every tag an operation uses, and no other', () => {
+    const used = new Set(operations(doc).flatMap(([, op]) => (op as { tags?: string[] }).tags ?? []))
+    const described = new Map((doc.tags as { name: string; description?: string }[]).map((t) => [t.name, t.description]))
+    expect([...described.keys()].sort()).toEqual([...used].sort())
+    for (const [name, description] of described) expect(description, name).toMatch(/\S{3,}/)
+  })
+
+  it('says in its description how to get a token and how to send it', () => {
+    expect(doc.info.description).toContain('Authorization: Bearer')
+    expect(doc.info.description).toContain('npm start')
+    expect(doc.info.description).toContain('npm run -s token -- --tenant')
+  })
+})
+
+/** The object schema under a connector's config schema (file sources wrap theirs in a transform). */
+const objectOf = (schema: any): any => (schema._zod.def.type === 'pipe' ? objectOf(schema._zod.def.in) : schema)
+const unwrap = (schema: any): any => (schema._zod.def.type === 'optional' ? unwrap(schema._zod.def.innerType) : schema)
+const defaultOf = (schema: any) => (schema._zod.def.type === 'default' ? schema._zod.def.defaultValue : undefined)
+/** The fields of a zod object: each one's default and whether it must be sent. */
+const fieldsOf = (object: any) =>
+  Object.fromEntries(
+    Object.entries(object.shape as Record<string, any>).map(([k, f]) => [
+      k,
+      { default: defaultOf(f), required: f._zod.optin === undefined },
+    ]),
+  )
+/** The same from an OpenAPI object schema. */
+const documentedFields = (schema: any) =>
+  Object.fromEntries(
+    Object.entries(schema.properties ?? {}).map(([k, p]: [string, any]) => [
+      k,
+      { default: p.default, required: (schema.required ?? []).includes(k) },
+    ]),
+  )
+const component = (ref: string) => doc.components.schemas[ref.replace('#/components/schemas/', '')]
+
+describe('data source bodies', () => {
+  const variants = () => (doc.components.schemas.CreateDataSource.oneOf as { $ref: string }[]).map((r) => component(r.$ref))
+
+  it('documents the create body as a union by type: one schema, config schema and example per data-source type', () => {
+    const create = doc.components.schemas.CreateDataSource
+    expect(create.discriminator.propertyName).toBe('type')
+    expect(Object.keys(create.discriminator.mapping).sort()).toEqual([...DATA_SOURCE_TYPES].sort())
+    expect(
+      variants()
+        .map((v) => v.properties.type.enum[0])
+        .sort(),
+    ).toEqual([...DATA_SOURCE_TYPES].sort())
+    for (const type of DATA_SOURCE_TYPES) {
+      const variant = component(create.discriminator.mapping[type])
+      expect(variant.properties.type.enum, type).toEqual([type])
+      expect(variant.required, type).toEqual(['type', 'config'])
+      const config = component(variant.properties.config.$ref)
+      expect(config.description, type).toContain(`\`${type}\``)
+      expect(variant.example, type).toMatchObject({ type, config: expect.any(Object) })
+    }
+    expect(new Set(variants().map((v) => v.properties.config.$ref)).size).toBe(DATA_SOURCE_TYPES.length)
+  })
+
+  it("gives examples that the type's connector accepts (import: refused, as the service refuses it)", () => {
+    for (const variant of variants()) {
+      const { type, config } = variant.example
+      const parsed = connectorFor(type)?.configSchema.safeParse(config)
+      if (type === 'import') {
+        expect(parsed?.error?.issues[0].message).toBe(IMPORT_ONLY_MESSAGE)
+        continue
+      }
+      expect(parsed?.error?.issues, type).toBeUndefined()
+      expect(scheduleIssues(config), type).toEqual([])
+    }
+  })
+
+  it("documents each config with the connector's fields, defaults and required fields", () => {
+    for (const variant of variants()) {
+      const type = variant.properties.type.enum[0]
+      const documented = documentedFields(component(variant.properties.config.$ref))
+      if (type === 'import') {
+        expect(documented).toEqual({})
+        continue
+      }
+      const expected = fieldsOf(objectOf(connectorFor(type)?.configSchema))
+      // Every type but webhook (pushed to) may carry a schedule, checked by the data source service.
+      if (type !== 'webhook') Object.assign(expected, { schedule: { required: false }, timezone: { required: false } })
+      // A plain `file` source must name its format (checked beside the field schema).
+      if (type === 'file') expected.format.required = true
+      expect(documented, type).toEqual(expected)
+    }
+    const auth = fieldsOf(unwrap(objectOf(connectorFor('api')?.configSchema).shape.authentication))
+    expect(documentedFields(doc.components.schemas.DataSourceAuthentication)).toEqual(auth)
+  })
+
+  it('documents the update body as a new type with its config, or a new config for the current type', () => {
+    const update = doc.components.schemas.UpdateDataSource
+    const options = (update.anyOf as { $ref: string }[]).map((r) => component(r.$ref))
+    expect(
+      options
+        .map((o) => o.properties.type?.enum?.[0])
+        .slice(0, -1)
+        .sort(),
+    ).toEqual([...DATA_SOURCE_TYPES].sort())
+    expect(options.at(-1).properties.type).toBeUndefined()
+    for (const option of options.slice(0, -1)) {
+      const type = option.properties.type.enum[0]
+      expect(option.required, type).toEqual(['type'])
+      expect(option.properties.config.$ref).toBe(
+        component(doc.components.schemas.CreateDataSource.discriminator.mapping[type]).properties.config.$ref,
+      )
+    }
+    expect(options.at(-1).properties.config.type).toBe('object')
   })
 })

@@ -13,6 +13,7 @@ import {
   PanelIdParam,
   TenantQuery,
 } from '../../http/router.ts'
+import { DATA_SOURCE_DOC_SCHEMAS } from './datasources.config-docs.ts'
 import {
   CreateDataSourceBody,
   DataSource,
@@ -217,3 +218,6 @@ export const datasourcesRouter = createRouter()
     const query = c.req.valid('query')
     return sendJson(c, await listSyncRuns(ctxOf(c, query), c.req.valid('param').id, query.limit), 200)
   })
+
+// The per-type body schemas that CreateDataSource and UpdateDataSource refer to in the document.
+for (const [refId, schema] of DATA_SOURCE_DOC_SCHEMAS) datasourcesRouter.openAPIRegistry.register(refId, schema)

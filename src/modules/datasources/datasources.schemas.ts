@@ -2,6 +2,7 @@ import { z } from '@hono/zod-openapi'
 import { DATA_SOURCE_TYPES } from '../../connectors/registry.ts'
 import type { dataSources, syncRuns } from '../../db/schema.ts'
 import { JsonObject, QueryBoolean, TenantBody, TenantId, Timestamp, UserId } from '../../http/router.ts'
+import { CREATE_BODY_DOC, UPDATE_BODY_DOC } from './datasources.config-docs.ts'
 
 const SyncStatus = z.enum(['pending', 'syncing', 'success', 'error', 'cancelled']).openapi({ example: 'success' })
 export const DataSourceType = z.enum(DATA_SOURCE_TYPES).openapi({ example: 'api' })
@@ -18,7 +19,10 @@ export const DataSource = z
     id: z.number().int().openapi({ example: 1 }),
     panelId: z.number().int().openapi({ example: 1 }),
     type: DataSourceType,
-    config: JsonObject.openapi({ description: 'Secrets are answered as "<SECRET>"', example: exampleConfig }),
+    config: JsonObject.openapi({
+      description: 'The config of its type (see the CreateDataSource schema); secrets are answered as "<SECRET>"',
+      example: exampleConfig,
+    }),
     syncStatus: SyncStatus,
     errorMessage: z.string().nullable().openapi({ example: null }),
     lastSyncAt: Timestamp.nullable(),
@@ -68,7 +72,8 @@ export const CreateDataSourceBody = z
     config: JsonObject.openapi({ example: exampleConfig }),
     ...TenantBody,
   })
-  .openapi('CreateDataSource', { example: { type: 'api', config: exampleConfig, tenantId: 'tenant-123', userId: 'user-456' } })
+  // Documented as one schema per type; validated as before (the type's connector checks `config`).
+  .openapi('CreateDataSource', CREATE_BODY_DOC)
 
 export const UpdateDataSourceBody = z
   .object({
@@ -76,7 +81,7 @@ export const UpdateDataSourceBody = z
     config: JsonObject.optional().openapi({ description: 'Replaces the config; "<SECRET>" keeps a stored secret' }),
     ...TenantBody,
   })
-  .openapi('UpdateDataSource')
+  .openapi('UpdateDataSource', UPDATE_BODY_DOC)
 
 export const TenantOnlyBody = z.object({ ...TenantBody }).openapi('DataSourceCaller')
 

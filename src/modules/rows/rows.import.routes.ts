@@ -13,7 +13,7 @@ const importRoute = createRoute({
   tags: ['Rows'],
   summary: 'Import rows into a panel from a csv, xlsx or json file, or from JSON rows',
   description:
-    'multipart/form-data with the file in `file` and the ImportConfig (spec §2.9) as JSON in `config`, or a JSON body `{ config, rows }`. ' +
+    'multipart/form-data with the file in `file` and the ImportConfig as JSON in `config`, or a JSON body `{ config, rows }`. ' +
     'Rows are stored as records of the panel’s `import` data source (created on the first import). A file that fails as a whole ' +
     '(config, format, unreadable, missing mapped fields) is a 400 and changes nothing; over `validation.maxFileSize` or IMPORT_MAX_BYTES/IMPORT_MAX_ROWS a 413. ' +
     'Otherwise rows with problems are rejected and reported by their 1-based data row, the others imported. See docs/import-export.md.',

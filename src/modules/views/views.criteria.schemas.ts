@@ -23,7 +23,7 @@ export const MAX_FILTER_DEPTH = 5
 
 const ColumnTitle = z.string().trim().min(1).max(255).openapi({ example: 'Age' })
 const Operator = z.enum(ACCEPTED_OPERATORS).openapi({
-  description: 'A filter operator (spec §2.7); eq, ne, gt, lt, gte, lte are accepted as aliases. Stored and answered as sent.',
+  description: 'A filter operator; eq, ne, gt, lt, gte, lte are accepted as aliases. Stored and answered as sent.',
 })
 /** AND/OR in either case (the web client sends `and`/`or`); stored and answered as sent. */
 const LogicalOperator = z.enum(LOGICAL_OPERATORS).openapi({ description: 'AND or OR, in either case' })
