@@ -7,6 +7,7 @@ import { createRateLimiter, type RateLimiter } from './http/rate-limit.ts'
 import { createTokenVerifier, type TokenVerifier } from './http/token-verifier.ts'
 import { type BackgroundJob, type Defer, trackBackgroundWork } from './lib/background.ts'
 import { type Clock, systemClock } from './lib/clock.ts'
+import type { ResolveHost } from './lib/egress/guarded-fetch.ts'
 import type { FileStore } from './lib/files.ts'
 import { createLogger, type Logger } from './lib/logger.ts'
 import { createSecretBox, type SecretBox } from './lib/secrets.ts'
@@ -14,7 +15,7 @@ import type { OpenSqlite } from './lib/sql.ts'
 import { createLocalBus, type LiveBus } from './live/bus.ts'
 
 /** What a runtime resolves a host name with, for the private-address guard of outbound requests. */
-export type ResolveHost = (hostname: string) => Promise<string[]>
+export type { ResolveHost }
 
 /** Everything services need; built once per process (Node, Deno) or per request (Workers). */
 export interface Deps {

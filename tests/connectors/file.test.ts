@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import ExcelJS from 'exceljs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import file, { csvConnector, excelConnector, jsonConnector } from '../../src/connectors/file.ts'
-import type { ConnectorContext } from '../../src/connectors/types.ts'
+import { type ConnectorContext, ConnectorError } from '../../src/connectors/types.ts'
 import type { FileStore } from '../../src/lib/files.ts'
 import { nodeFileStore } from '../../src/runtime/node-files.ts'
 import { readAllBatches, testConnectorContext } from '../helpers/connectors.ts'
@@ -198,6 +198,15 @@ describe('file connector: refusals and malformed files', () => {
     expect((await failureOf({ filePath: 'broken.xlsx', format: 'excel' })).message).toMatch(
       /^The file is not a readable xlsx workbook/,
     )
+    // The parsers' format errors reach the sync as connector errors (their message is the source's errorMessage).
+    for (const [filePath, format] of [
+      ['broken.csv', 'csv'],
+      ['broken.json', 'json'],
+      ['broken.xml', 'xml'],
+      ['broken.xlsx', 'excel'],
+    ]) {
+      expect(await failureOf({ filePath, format }), filePath).toBeInstanceOf(ConnectorError)
+    }
   })
 })
 
