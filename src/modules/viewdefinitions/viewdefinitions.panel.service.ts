@@ -1,5 +1,6 @@
 import { and, asc, eq, type SQL, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
+import { runBatch } from '../../db/client.ts'
 import { columns, dataSources, panels } from '../../db/schema.ts'
 import { conflict, invalid, notFound } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
@@ -63,7 +64,7 @@ export async function putPanelViewDefinition(
     },
   }
   if (dataSourceId !== state.dataSourceId) changes.viewDataSourceId = { oldValue: state.dataSourceId, newValue: dataSourceId }
-  await ctx.db.batch([
+  await runBatch(ctx.db, [
     ...statements.map((s) => ctx.db.run(s)),
     ctx.db.run(sql`UPDATE panels SET view_definition = ${JSON.stringify(definition)}, view_data_source_id = ${dataSourceId},
       updated_at = ${now} WHERE id = ${panelId} AND tenant_id = ${ctx.scope.tenantId}`),
@@ -75,7 +76,7 @@ export async function putPanelViewDefinition(
       impact: 'warning',
       message: `The panel is now defined by the ViewDefinition ${String(definition.name ?? plan.resource)}`,
     }),
-  ] as unknown as Parameters<typeof ctx.db.batch>[0])
+  ])
   await recomputeAfterColumnChange(ctx, panelId)
   await refreshRowIndex(ctx.db, ctx.scope.tenantId, panelId)
   return definition
@@ -101,13 +102,13 @@ export async function deletePanelViewDefinition(ctx: ServiceContext, panelId: nu
       ctx.db.run(sql`UPDATE columns SET fhir_path = ${paths.get(c.name)}, source_field = ${paths.get(c.name)}, updated_at = ${now}
         WHERE id = ${c.id} AND tenant_id = ${ctx.scope.tenantId}`),
     )
-  await ctx.db.batch([
+  await runBatch(ctx.db, [
     ...rewrites,
     ctx.db.run(sql`UPDATE panels SET view_definition = NULL, view_data_source_id = NULL, updated_at = ${isoNow(ctx.clock)}
       WHERE id = ${panelId} AND tenant_id = ${ctx.scope.tenantId}`),
     bumpColumnsVersion(ctx.db, ctx.scope.tenantId, panelId),
     changeInsert(ctx, { panelId, entityType: 'Panel', entityId: panelId, action: 'UPDATE', changes }),
-  ] as unknown as Parameters<typeof ctx.db.batch>[0])
+  ])
   await recomputeAfterColumnChange(ctx, panelId)
 }
 
