@@ -1,12 +1,13 @@
 import { and, asc, eq, type SQL, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
 import { runBatch } from '../../db/client.ts'
-import { columns, dataSources, panels } from '../../db/schema.ts'
+import { type columns, dataSources, panels } from '../../db/schema.ts'
 import { conflict, invalid, notFound } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { bumpColumnsVersion, recomputeAfterColumnChange } from '../../rowstore/materialise.ts'
 import { refreshRowIndex } from '../../rowstore/query/row-index.ts'
 import { changeInsert } from '../changes/changes.service.ts'
+import { panelColumns } from '../columns/columns.queries.ts'
 import { dependantsConflict, dependantsOf } from '../columns/columns.rules.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import { requirePanel } from '../panels/panels.service.ts'
@@ -144,13 +145,6 @@ async function viewState(ctx: ServiceContext, panelId: number) {
     .where(and(eq(panels.id, panelId), eq(panels.tenantId, ctx.scope.tenantId)))
   return { definition: row?.definition ?? null, dataSourceId: row?.dataSourceId ?? null }
 }
-
-const panelColumns = (ctx: ServiceContext, panelId: number): Promise<ColumnRow[]> =>
-  ctx.db
-    .select()
-    .from(columns)
-    .where(and(eq(columns.tenantId, ctx.scope.tenantId), eq(columns.panelId, panelId)))
-    .orderBy(asc(columns.id))
 
 /** A data source of this panel (of the caller's tenant), else a 404 naming it. */
 async function requirePanelSource(ctx: ServiceContext, panelId: number, id: number) {
