@@ -3,9 +3,10 @@ import { FileAccessError, filePathProblem, noFileStoreMessage } from '../lib/fil
 import { csvBatches } from '../lib/formats/csv.ts'
 import { jsonBatches } from '../lib/formats/json.ts'
 import { isValidPath } from '../lib/formats/json-path.ts'
-import { isSupportedEncoding, limitBytes } from '../lib/formats/text.ts'
+import { type ByteSource, isSupportedEncoding } from '../lib/formats/text.ts'
 import { xlsxBatches } from '../lib/formats/xlsx.ts'
 import { xmlBatches } from '../lib/formats/xml.ts'
+import { byteLimit } from '../lib/streams.ts'
 import {
   asConnectorError,
   type Connector,
@@ -140,7 +141,9 @@ async function* readFile(config: FileConfig, ctx: ConnectorContext): AsyncGenera
   }
   const limit = Math.min(config.maxFileSize ?? Number.POSITIVE_INFINITY, serviceLimit)
   const stream = await fileAccess(() => files.read(path, { signal: ctx.signal }))
-  const bytes = limitBytes(stream, limit, () => new ConnectorError(`File '${path}' grew past ${limit} bytes while it was read`))
+  const bytes = stream.pipeThrough(
+    byteLimit(limit, () => new ConnectorError(`File '${path}' grew past ${limit} bytes while it was read`)).transform,
+  )
   let count = 0
   for await (const batch of parse(config, bytes, ctx.signal)) {
     if (config.maxRows !== undefined && count + batch.length > config.maxRows) {
@@ -157,7 +160,7 @@ async function* readFile(config: FileConfig, ctx: ConnectorContext): AsyncGenera
   }
 }
 
-function parse(config: FileConfig, bytes: AsyncIterable<Uint8Array>, signal: AbortSignal) {
+function parse(config: FileConfig, bytes: ByteSource, signal: AbortSignal) {
   const common = { batchSize: BATCH_SIZE, encoding: config.encoding, signal }
   switch (config.format) {
     case 'csv':

@@ -189,6 +189,25 @@ describe('file connector: refusals and malformed files', () => {
     ).toMatch(/^A file data source needs file storage, which the workers runtime was not given: bind an R2 bucket as FILES/)
   })
 
+  it('ends the read when the file grows past its limit while it is read', async () => {
+    // The store measures 12 bytes; by the time it is read the file holds more than maxFileSize.
+    const growing: FileStore = {
+      ...files,
+      stat: async () => ({ size: 12 }),
+      read: async () => new Blob(['id,name\np1,Ada\np2,Grace\np3,Alan\n']).stream(),
+    }
+    const err = await failureOf({ filePath: 'patients.csv', format: 'csv', maxFileSize: 20 }, { files: growing })
+    expect(err).toBeInstanceOf(ConnectorError)
+    expect(err.message).toBe("File 'patients.csv' grew past 20 bytes while it was read")
+  })
+
+  it('ends an xlsx read with the same error when the workbook grows past its limit', async () => {
+    const growing: FileStore = { ...files, stat: async () => ({ size: 12 }) }
+    const err = await failureOf({ filePath: 'book.xlsx', format: 'excel', maxFileSize: 200 }, { files: growing })
+    expect(err).toBeInstanceOf(ConnectorError)
+    expect(err.message).toBe("File 'book.xlsx' grew past 200 bytes while it was read")
+  })
+
   it('says why a malformed csv, json, xml or xlsx file cannot be read', async () => {
     expect((await failureOf({ filePath: 'broken.csv', format: 'csv' })).message).toBe(
       'Malformed CSV: a quoted field opened on line 2 is never closed',

@@ -1,4 +1,4 @@
-import { readBytesLimited } from '../../lib/streams.ts'
+import { byteLimit, readBytesLimited } from '../../lib/streams.ts'
 import { asConnectorError, type ConnectorContext, ConnectorError } from '../types.ts'
 import { parseRetryAfter, RETRY_STATUSES, RetryableError, withRetry } from './retry.ts'
 
@@ -140,14 +140,10 @@ export function createHttpClient(ctx: ConnectorContext, options: HttpClientOptio
         res.body?.cancel().catch(() => {})
         throw overBudget()
       }
-      const counter = new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, controller) {
-          budget.used += chunk.byteLength
-          if (budget.used > budget.max) controller.error(overBudget())
-          else controller.enqueue(chunk)
-        },
+      const counter = byteLimit(budget.max - budget.used, overBudget, (bytes) => {
+        budget.used += bytes
       })
-      return (res.body ?? new Response('').body!).pipeThrough(counter)
+      return (res.body ?? new Response('').body!).pipeThrough(counter.transform)
     },
 
     failure(err, where) {

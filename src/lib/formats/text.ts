@@ -39,19 +39,6 @@ export async function* byteChunks(source: ByteSource): AsyncGenerator<Uint8Array
   }
 }
 
-/**
- * Stops a byte source with `tooLarge()` once more than `maxBytes` arrived, so a limit holds even
- * when a file grows after it was measured.
- */
-export async function* limitBytes(source: ByteSource, maxBytes: number, tooLarge: () => Error): AsyncGenerator<Uint8Array> {
-  let size = 0
-  for await (const chunk of byteChunks(source)) {
-    size += chunk.byteLength
-    if (size > maxBytes) throw tooLarge()
-    yield chunk
-  }
-}
-
 const BOMS: { bytes: number[]; encoding: string }[] = [
   { bytes: [0xef, 0xbb, 0xbf], encoding: 'utf-8' },
   { bytes: [0xff, 0xfe], encoding: 'utf-16le' },
