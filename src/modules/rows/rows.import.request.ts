@@ -1,5 +1,4 @@
-import { AppError, invalid, tooLarge } from '../../errors.ts'
-import { issuesToDetails } from '../../http/errors.ts'
+import { AppError, invalid, issuesToDetails, tooLarge } from '../../errors.ts'
 import { byteLimit, readBytesLimited } from '../../lib/streams.ts'
 import { type ImportConfig, ImportConfigSchema, ImportJsonBody } from './rows.import.schemas.ts'
 
