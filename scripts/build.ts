@@ -17,7 +17,7 @@ import { builtinModules, createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build, type Plugin } from 'esbuild'
-import { DOCS_ASSET_TYPES } from '../src/http/docs-asset-files.ts'
+import { DOCS_ASSET_TYPES } from '../src/lib/docs-asset-files.ts'
 import { BUNDLED_SWAGGER_UI } from '../src/runtime/node-docs-assets.ts'
 
 /** The packages left outside the bundle: native code. */

@@ -2,19 +2,20 @@ import type { Storage } from 'unstorage'
 import { type Cache, createCache } from './cache/cache.ts'
 import type { Config } from './config.ts'
 import type { Db } from './db/client.ts'
-import type { DocsAssets } from './http/docs-asset-files.ts'
-import { createRateLimiter, type RateLimiter } from './http/rate-limit.ts'
-import { createTokenVerifier, type TokenVerifier } from './http/token-verifier.ts'
 import { type BackgroundJob, type Defer, trackBackgroundWork } from './lib/background.ts'
 import { type Clock, systemClock } from './lib/clock.ts'
+import type { DocsAssets } from './lib/docs-asset-files.ts'
+import type { ResolveHost } from './lib/egress/guarded-fetch.ts'
 import type { FileStore } from './lib/files.ts'
 import { createLogger, type Logger } from './lib/logger.ts'
+import { createRateLimiter, type RateLimiter } from './lib/rate-limit.ts'
 import { createSecretBox, type SecretBox } from './lib/secrets.ts'
 import type { OpenSqlite } from './lib/sql.ts'
+import { createTokenVerifier, type TokenVerifier } from './lib/token-verifier.ts'
 import { createLocalBus, type LiveBus } from './live/bus.ts'
 
 /** What a runtime resolves a host name with, for the private-address guard of outbound requests. */
-export type ResolveHost = (hostname: string) => Promise<string[]>
+export type { ResolveHost }
 
 /** Everything services need; built once per process (Node, Deno) or per request (Workers). */
 export interface Deps {

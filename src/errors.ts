@@ -71,6 +71,16 @@ export interface FieldIssue {
   message: string
 }
 
+export type ZodIssueLike = { path: PropertyKey[]; message: string }
+
+/** zod issues → `details: [{ path, message }]` with dotted paths (`config.columns.0`). */
+export function issuesToDetails(issues: readonly ZodIssueLike[], prefix?: string): FieldIssue[] {
+  return issues.map((i) => ({
+    path: [prefix, ...i.path.map(String)].filter((p) => p !== undefined && p !== '').join('.') || '(root)',
+    message: i.message,
+  }))
+}
+
 /** The one error type services throw; `http/errors.ts` renders it into the contract's body. */
 export class AppError extends Error {
   readonly status: number

@@ -22,4 +22,4 @@ export {
   type SchedulerLoop,
   type ServiceApp,
 } from './runtime/embedded.ts'
-export type { DueSyncsReport } from './scheduler/due-syncs-report.ts'
+export type { MaintenanceReport } from './scheduler/maintenance-report.ts'

@@ -1,4 +1,8 @@
 import { z } from 'zod'
+import { csvBatches } from '../lib/formats/csv.ts'
+import { FormatError } from '../lib/formats/errors.ts'
+import { evaluatePath, isValidPath } from '../lib/formats/json-path.ts'
+import { xmlRecords } from '../lib/formats/xml.ts'
 import { Authentication } from './shared/auth.ts'
 import {
   DEFAULT_HTTP_TIMEOUT_MS,
@@ -7,10 +11,7 @@ import {
   requestFields,
   withoutCredentials,
 } from './shared/http-config.ts'
-import { evaluatePath, isValidPath } from './shared/json-path.ts'
 import { type LoadedPage, paginate, pagingFields } from './shared/paginate.ts'
-import { csvBatches } from './shared/parse/csv.ts'
-import { xmlRecords } from './shared/parse/xml.ts'
 import type { HttpClient } from './shared/request.ts'
 import { sourceClient } from './shared/source-client.ts'
 import { ConnectorError, defineConnector, type SourceRecord } from './types.ts'
@@ -133,7 +134,7 @@ function xmlItems(text: string, dataPath: string | undefined, page: number): unk
   try {
     return xmlRecords(text, { recordPath: dataPath })
   } catch (err) {
-    if (page > 1 && dataPath && err instanceof ConnectorError && err.message.startsWith('Record path ')) return []
+    if (page > 1 && dataPath && err instanceof FormatError && err.message.startsWith('Record path ')) return []
     throw err
   }
 }

@@ -1,6 +1,6 @@
+import { isIpLiteral, nonPublicReason } from '../lib/egress/ip.ts'
 import { quoteIdent } from '../lib/sql.ts'
 import type { DatabaseConfig } from './database-config.ts'
-import { isIpLiteral, nonPublicReason } from './shared/ip.ts'
 import { type ConnectorContext, ConnectorError, type SourceRecord } from './types.ts'
 
 /**

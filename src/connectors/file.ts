@@ -1,12 +1,20 @@
 import { z } from 'zod'
 import { FileAccessError, filePathProblem, noFileStoreMessage } from '../lib/files.ts'
-import { isValidPath } from './shared/json-path.ts'
-import { csvBatches } from './shared/parse/csv.ts'
-import { jsonBatches } from './shared/parse/json.ts'
-import { isSupportedEncoding, limitBytes } from './shared/parse/text.ts'
-import { xlsxBatches } from './shared/parse/xlsx.ts'
-import { xmlBatches } from './shared/parse/xml.ts'
-import { type Connector, type ConnectorContext, ConnectorError, defineConnector, type SourceRecord } from './types.ts'
+import { csvBatches } from '../lib/formats/csv.ts'
+import { jsonBatches } from '../lib/formats/json.ts'
+import { isValidPath } from '../lib/formats/json-path.ts'
+import { type ByteSource, isSupportedEncoding } from '../lib/formats/text.ts'
+import { xlsxBatches } from '../lib/formats/xlsx.ts'
+import { xmlBatches } from '../lib/formats/xml.ts'
+import { byteLimit } from '../lib/streams.ts'
+import {
+  asConnectorError,
+  type Connector,
+  type ConnectorContext,
+  ConnectorError,
+  defineConnector,
+  type SourceRecord,
+} from './types.ts'
 
 export const CONNECTOR_TYPE = 'file'
 export const BATCH_SIZE = 1000
@@ -114,8 +122,17 @@ export type FileConfig = z.output<ReturnType<typeof fileConfigSchema>>
  * only the batch at hand is in memory (XML and xlsx have their own bounds, see their parsers).
  * `maxFileSize` and the service's byte limit end the sync with an error before reading (and while
  * reading, should the file grow); `maxRows` stops early and is reported through `ctx.truncated`.
+ * The parsers' format errors end the sync as ConnectorErrors with their message.
  */
 async function* readFileSource(config: FileConfig, ctx: ConnectorContext): AsyncGenerator<SourceRecord[]> {
+  try {
+    yield* readFile(config, ctx)
+  } catch (err) {
+    throw asConnectorError(err)
+  }
+}
+
+async function* readFile(config: FileConfig, ctx: ConnectorContext): AsyncGenerator<SourceRecord[]> {
   const files = ctx.files
   if (!files) throw new ConnectorError(noFileStoreMessage(ctx.runtime, 'A file data source'))
   const path = config.filePath
@@ -131,7 +148,9 @@ async function* readFileSource(config: FileConfig, ctx: ConnectorContext): Async
   }
   const limit = Math.min(config.maxFileSize ?? Number.POSITIVE_INFINITY, serviceLimit)
   const stream = await fileAccess(() => files.read(path, { signal: ctx.signal }))
-  const bytes = limitBytes(stream, limit, () => new ConnectorError(`File '${path}' grew past ${limit} bytes while it was read`))
+  const bytes = stream.pipeThrough(
+    byteLimit(limit, () => new ConnectorError(`File '${path}' grew past ${limit} bytes while it was read`)).transform,
+  )
   let count = 0
   for await (const batch of parse(config, bytes, ctx.signal)) {
     if (config.maxRows !== undefined && count + batch.length > config.maxRows) {
@@ -148,7 +167,7 @@ async function* readFileSource(config: FileConfig, ctx: ConnectorContext): Async
   }
 }
 
-function parse(config: FileConfig, bytes: AsyncIterable<Uint8Array>, signal: AbortSignal) {
+function parse(config: FileConfig, bytes: ByteSource, signal: AbortSignal) {
   const common = { batchSize: BATCH_SIZE, encoding: config.encoding, signal }
   switch (config.format) {
     case 'csv':

@@ -1,6 +1,8 @@
 import type { z } from 'zod'
-import type { ResolveHost } from '../deps.ts'
+import { EgressError } from '../lib/egress/errors.ts'
+import type { ResolveHost } from '../lib/egress/guarded-fetch.ts'
 import type { FileStore } from '../lib/files.ts'
+import { FormatError } from '../lib/formats/errors.ts'
 import type { Logger } from '../lib/logger.ts'
 import type { OpenSqlite } from '../lib/sql.ts'
 
@@ -85,4 +87,14 @@ export class ConnectorError extends Error {
     super(message, options)
     this.name = 'ConnectorError'
   }
+}
+
+/**
+ * What a connector throws for a failure of the shared library it read with: a format error (the
+ * parsers) or an egress refusal (the guarded fetch) becomes a ConnectorError with the same message;
+ * anything else is returned as it is.
+ */
+export function asConnectorError(err: unknown): unknown {
+  if (err instanceof FormatError || err instanceof EgressError) return new ConnectorError(err.message, { cause: err })
+  return err
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { isValidPath } from './shared/json-path.ts'
+import { isValidPath } from '../lib/formats/json-path.ts'
 import { ConnectorError, defineConnector } from './types.ts'
 
 export const CONNECTOR_TYPE = 'webhook'

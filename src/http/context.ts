@@ -2,8 +2,8 @@ import type { Context } from 'hono'
 import { basePath } from 'hono/route'
 import type { AccessEntry, RequestMeta } from '../context.ts'
 import type { Deps } from '../deps.ts'
+import type { Claims } from '../lib/token-verifier.ts'
 import type { HeaderRecord } from './response-headers.ts'
-import type { Claims } from './token-verifier.ts'
 
 /** The part of the request a runtime's `makeDeps` may use: Workers read `executionCtx.waitUntil`. */
 export interface DepsRequest {

@@ -9,8 +9,8 @@
 import { swaggerUI } from '@hono/swagger-ui'
 import type { Hono } from 'hono'
 import swaggerUiDist from 'swagger-ui-dist/package.json' with { type: 'json' }
+import { DOCS_ASSET_TYPES, type DocsAssetName } from '../lib/docs-asset-files.ts'
 import type { AppEnv } from './context.ts'
-import { DOCS_ASSET_TYPES, type DocsAssetName } from './docs-asset-files.ts'
 
 export const SWAGGER_UI_VERSION: string = swaggerUiDist.version
 

@@ -1,18 +1,8 @@
 import type { Context, ErrorHandler, NotFoundHandler } from 'hono'
 import { HTTPException } from 'hono/http-exception'
 import { ZodError } from 'zod'
-import { AppError, type FieldIssue } from '../errors.ts'
+import { AppError, issuesToDetails, type ZodIssueLike } from '../errors.ts'
 import type { AppEnv } from './context.ts'
-
-type ZodIssueLike = { path: PropertyKey[]; message: string }
-
-/** zod issues → `details: [{ path, message }]` with dotted paths (`config.columns.0`). */
-export function issuesToDetails(issues: readonly ZodIssueLike[], prefix?: string): FieldIssue[] {
-  return issues.map((i) => ({
-    path: [prefix, ...i.path.map(String)].filter((p) => p !== undefined && p !== '').join('.') || '(root)',
-    message: i.message,
-  }))
-}
 
 /** The contract's error body for `err` (CONTRACT: Errors), without logging. */
 export function render(c: Context<AppEnv>, err: AppError) {

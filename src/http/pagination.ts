@@ -1,15 +1,6 @@
+import type { ListedPage } from '../lib/paging.ts'
 import type { AppContext } from './context.ts'
 import { setResponseHeader } from './response-headers.ts'
-
-/**
- * What a list answered: `total` matching items, and the page of them when one was asked for. With
- * no `limit` the answer is the whole list as its one and only page.
- */
-export interface ListedPage {
-  total: number
-  page: number
-  limit?: number
-}
 
 /**
  * `X-Total-Count` and an RFC 8288 `Link` header (first, prev, next, last) for a list. A paged list

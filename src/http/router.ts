@@ -17,10 +17,10 @@ export const ErrorBody = z
   })
   .openapi('Error')
 
-const errorResponse = (description: string) => ({
-  description,
-  content: { 'application/json': { schema: ErrorBody } },
-})
+/** An OpenAPI response with a JSON body of `schema` (the routes' `responses` entries). */
+export const json = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } })
+
+const errorResponse = (description: string) => json(ErrorBody, description)
 
 /** Error responses every authenticated route may answer (spread into `responses`). */
 export const errorResponses = {

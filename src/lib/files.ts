@@ -1,4 +1,5 @@
 import { normalizeKey, type Storage } from 'unstorage'
+import { byteLimit } from './streams.ts'
 
 /**
  * The file root of `file` data sources and uploads, as a runtime provides it: FILES_DIR on Node
@@ -78,22 +79,6 @@ export function noFileStoreMessage(runtime: string, feature: string): string {
   return `${feature} needs file storage, which the ${runtime} runtime was not given: ${remedy}, or use an api, fhir, database or webhook source`
 }
 
-/** Counts bytes through a stream and errors it once more than `max` arrived; `over()` tells why. */
-function byteLimit(max: number) {
-  let size = 0
-  let over = false
-  const transform = new TransformStream<Uint8Array, Uint8Array>({
-    transform(chunk, controller) {
-      size += chunk.byteLength
-      if (size > max) {
-        over = true
-        controller.error(new FileAccessError('too_large', `File is larger than the limit of ${max} bytes`))
-      } else controller.enqueue(chunk)
-    },
-  })
-  return { transform, over: () => over, size: () => size }
-}
-
 /** A driver's raw value as a byte stream (drivers that cannot stream answer bytes or text). */
 function asStream(value: unknown): ReadableStream<Uint8Array> {
   if (value instanceof ReadableStream) return value as ReadableStream<Uint8Array>
@@ -136,7 +121,10 @@ export function storageFileStore(storage: Storage): FileStore {
         await body.cancel().catch(() => {})
         throw new FileAccessError('too_large', `File is larger than the limit of ${maxBytes} bytes`)
       }
-      const limit = byteLimit(maxBytes)
+      const limit = byteLimit(
+        maxBytes,
+        () => new FileAccessError('too_large', `File is larger than the limit of ${maxBytes} bytes`),
+      )
       try {
         await storage.setItemRaw(key, body.pipeThrough(limit.transform), { size })
       } catch (err) {

@@ -1,6 +1,6 @@
 import { and, asc, eq, type SQL, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../context.ts'
-import { rowsAffected } from '../db/client.ts'
+import { rowsAffected, runBatch } from '../db/client.ts'
 import { columns, dataSources, panels } from '../db/schema.ts'
 import type { Deps } from '../deps.ts'
 import {
@@ -185,7 +185,7 @@ export async function recomputePanel(
       const ids = changed.map((c) => (c as [number])[0])
       // `+records.tenant_id` keeps SQLite from driving the update by the tenant index (a scan of
       // every tenant row per payload row); the row ids come from a tenant-scoped read anyway.
-      await db.batch([
+      await runBatch(db, [
         ...[...moves.before, ...recordIdentities(write, ids)].map((q) => db.run(q)),
         db.run(sql`
           UPDATE records SET cells = j.value -> 1, errors = nullif(j.value -> 2, 'null'), cells_version = ${plan.version}
@@ -193,14 +193,17 @@ export async function recomputePanel(
           WHERE records.id = j.value ->> 0 AND +records.tenant_id = ${tenantId}`),
         db.run(forgetDigests(tenantId, panelId)),
         ...moves.after.map((q) => db.run(q)),
-      ] as unknown as Parameters<typeof db.batch>[0])
+      ])
       live?.committed(tenantId)
       membership.views = membership.views.map((v) => (v.where ? { ...v, storedKey: v.key } : v))
       written += changed.length
     }
     const resets = redefined.flatMap((v) => resetStatements(loaded, v, { at: now().toISOString() }))
     if (resets.length > 0) {
-      await db.batch(resets.map((q) => db.run(q)) as unknown as Parameters<typeof db.batch>[0])
+      await runBatch(
+        db,
+        resets.map((q) => db.run(q)),
+      )
       live?.committed(tenantId)
     }
     const done = await db.run(sql`
@@ -314,7 +317,10 @@ async function rebuildBatch(
   }
   if (statements.length > 0) {
     const all = [...moves.before, ...identities, ...statements, forgetDigests(tenantId, panelId), ...moves.after]
-    await db.batch(all.map((s) => db.run(s)) as unknown as Parameters<typeof db.batch>[0])
+    await runBatch(
+      db,
+      all.map((s) => db.run(s)),
+    )
   }
   return change.deleteIds.length + change.updates.length + change.inserts.reduce((n, g) => n + g.rows.length, 0)
 }

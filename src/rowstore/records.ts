@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
-import { evaluatePath } from '../connectors/shared/json-path.ts'
 import type { SourceRecord } from '../connectors/types.ts'
 import type { dataSources } from '../db/schema.ts'
+import { evaluatePath } from '../lib/formats/json-path.ts'
 import type { GenerationDigest } from './digest.ts'
 import { type StoredRow, staleRowStatements, storedRowsOf } from './expand.ts'
 import { type PanelPlan, prepareRows, rowOf } from './materialise.ts'

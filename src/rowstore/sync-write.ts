@@ -1,9 +1,10 @@
 import { eq, type SQL, sql } from 'drizzle-orm'
-import { createGuardedFetch } from '../connectors/shared/guarded-fetch.ts'
 import { type Connector, type ConnectorContext, ConnectorError, type SourceRecord } from '../connectors/types.ts'
 import type { ServiceContext } from '../context.ts'
+import { runBatch } from '../db/client.ts'
 import { type dataSources, type syncRuns, syncRuns as syncRunsTable } from '../db/schema.ts'
 import { isoNow } from '../lib/clock.ts'
+import { createGuardedFetch } from '../lib/egress/guarded-fetch.ts'
 import { GenerationDigest } from './digest.ts'
 import { deleteIdentities, upsertIdentities, writtenRowIdentities } from './identities.ts'
 import type { PanelPlan } from './materialise.ts'
@@ -222,7 +223,7 @@ async function incrementalStatements(
  */
 async function commitBatch(ctx: ServiceContext, run: SyncRunRow, statements: SQL[], counts: Counts, emits: boolean) {
   const expires = new Date(ctx.clock.now().getTime() + LEASE_MS).toISOString()
-  const results = await ctx.db.batch([
+  const results = await runBatch(ctx.db, [
     ...statements.map((s) => ctx.db.run(s)),
     ctx.db.run(
       sql`UPDATE data_sources SET lease_expires_at = ${expires} WHERE id = ${run.dataSourceId} AND lease_run_id = ${run.id}`,
@@ -231,7 +232,7 @@ async function commitBatch(ctx: ServiceContext, run: SyncRunRow, statements: SQL
       sql`UPDATE sync_runs SET rows_read = ${counts.rowsRead}, rows_written = ${counts.rowsWritten} WHERE id = ${run.id}`,
     ),
     ctx.db.select({ cancel: syncRunsTable.cancelRequested }).from(syncRunsTable).where(eq(syncRunsTable.id, run.id)),
-  ] as unknown as Parameters<typeof ctx.db.batch>[0])
+  ])
   const [state] = results[results.length - 1] as { cancel: boolean }[]
   if (emits) ctx.live.committed(run.tenantId)
   if (state?.cancel) throw new SyncCancelled()

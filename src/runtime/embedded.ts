@@ -3,8 +3,8 @@ import { createApp } from '../app.ts'
 import { ConfigError, type EnvRecord, parseConfig } from '../config.ts'
 import { buildDeps } from '../deps.ts'
 import type { Logger } from '../lib/logger.ts'
-import type { DueSyncsReport } from '../scheduler/due-syncs-report.ts'
-import { runDueSyncs } from '../scheduler/run-due-syncs.ts'
+import type { MaintenanceReport } from '../scheduler/maintenance-report.ts'
+import { runMaintenanceTick } from '../scheduler/maintenance-tick.ts'
 import { nodePrimitives } from './node-primitives.ts'
 import { startScheduler } from './scheduler-loop.ts'
 
@@ -32,9 +32,9 @@ export interface PanelService {
    * deliveries that are due, recovers interrupted syncs, runs the sources whose schedule is due at
    * `now` (default: the clock), recomputes stale panels.
    */
-  runDueSyncs(now?: Date): Promise<DueSyncsReport>
+  runMaintenanceTick(now?: Date): Promise<MaintenanceReport>
   /**
-   * Recovers syncs a previous process left running, then runs `runDueSyncs` every
+   * Recovers syncs a previous process left running, then runs `runMaintenanceTick` every
    * SYNC_INTERVAL_SECONDS (not with SYNC_SCHEDULER=false). One loop at a time: a second call
    * returns the running one.
    */
@@ -64,7 +64,7 @@ export async function openPanelService(env: EnvRecord, options: EmbedOptions = {
   let closing: Promise<void> | undefined
   return {
     app,
-    runDueSyncs: (now) => runDueSyncs(deps, now),
+    runMaintenanceTick: (now) => runMaintenanceTick(deps, now),
     startScheduler() {
       if (closing) throw new Error('the panel service is closed')
       loop ??= startScheduler(deps)

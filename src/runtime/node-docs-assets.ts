@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { DocsAssets } from '../http/docs-asset-files.ts'
+import type { DocsAssets } from '../lib/docs-asset-files.ts'
 
 /** Where the Node build copies Swagger UI's files (scripts/build.ts): dist/swagger-ui-dist beside dist/runtime. */
 export const BUNDLED_SWAGGER_UI = 'swagger-ui-dist'

@@ -1,11 +1,11 @@
 import type { Deps } from '../deps.ts'
 import { recoverInterruptedSyncs } from '../modules/datasources/datasources.sync.ts'
 import { watchSubscribedTenants } from '../modules/subscriptions/subscriptions.kick.ts'
-import { runDueSyncs } from '../scheduler/run-due-syncs.ts'
+import { runMaintenanceTick } from '../scheduler/maintenance-tick.ts'
 
 /**
  * The interval scheduler of long-running processes (Node, Deno): crash recovery once at start-up,
- * then `runDueSyncs` every SYNC_INTERVAL_SECONDS, never two steps at once. A file database belongs
+ * then `runMaintenanceTick` every SYNC_INTERVAL_SECONDS, never two steps at once. A file database belongs
  * to this one process, so every source it finds in `syncing` was interrupted; with a shared remote
  * database only expired leases are recovered. Each step is background work (`deps.defer`), so a
  * stop finishes or hands it back with the rest (`deps.close()`); `stop()` only ends the interval.
@@ -25,7 +25,7 @@ export function startScheduler(deps: Deps) {
   const timer = setInterval(() => {
     if (busy) return
     busy = true
-    const step = runDueSyncs(deps)
+    const step = runMaintenanceTick(deps)
       .then(async (r) => {
         await watchSubscribedTenants(deps)
         return r

@@ -23,12 +23,12 @@ import { createApp } from '../app.ts'
 import { type Config, ConfigError, parseConfig } from '../config.ts'
 import { createDb } from '../db/client.ts'
 import { buildDeps, type Deps } from '../deps.ts'
-import type { DocsAssets } from '../http/docs-asset-files.ts'
-import { createRateLimiter } from '../http/rate-limit.ts'
-import { createTokenVerifier } from '../http/token-verifier.ts'
+import type { DocsAssets } from '../lib/docs-asset-files.ts'
 import { createLogger } from '../lib/logger.ts'
+import { createRateLimiter } from '../lib/rate-limit.ts'
+import { createTokenVerifier } from '../lib/token-verifier.ts'
 import { deliverAfterCommits } from '../modules/subscriptions/subscriptions.kick.ts'
-import { runDueSyncs } from '../scheduler/run-due-syncs.ts'
+import { runMaintenanceTick } from '../scheduler/maintenance-tick.ts'
 import { sha256Hex } from './node-crypto.ts'
 import { d1Db } from './workers-d1.ts'
 import { r2FileStore } from './workers-files.ts'
@@ -182,7 +182,7 @@ export default {
   scheduled(controller: ScheduledController, env: WorkerEnv, ctx: ExecutionContext) {
     ctx.waitUntil(
       depsFor(env, ctx).then(async (deps) => {
-        const report = await runDueSyncs(deps, new Date(controller.scheduledTime))
+        const report = await runMaintenanceTick(deps, new Date(controller.scheduledTime))
         deps.log.info('scheduled syncs', { cron: controller.cron, ...report })
       }),
     )

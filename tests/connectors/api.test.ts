@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import api, { ApiConfig, readBodyLimited, recordsFrom } from '../../src/connectors/api.ts'
-import { createGuardedFetch } from '../../src/connectors/shared/guarded-fetch.ts'
+import { ConnectorError } from '../../src/connectors/types.ts'
+import { createGuardedFetch } from '../../src/lib/egress/guarded-fetch.ts'
 import { ITEMS, startPagedApi } from '../helpers/api-server.ts'
 import { readAllBatches } from '../helpers/connectors.ts'
 
@@ -95,6 +96,7 @@ describe('api connector: XML responses', () => {
     await expect(read({ apiEndpoint: `${base}/xml`, dataPath: 'response.nothing' })).rejects.toThrow(
       'Record path "response.nothing" matches nothing in the XML document',
     )
+    await expect(read({ apiEndpoint: `${base}/csv`, responseFormat: 'xml' })).rejects.toBeInstanceOf(ConnectorError)
   })
 })
 
@@ -174,6 +176,7 @@ describe('api connector: service limits and user caps', () => {
     await expect(read({ apiEndpoint: `${base}/offset` }, { fetch: guarded })).rejects.toThrow(
       /Refusing to connect to 127\.0\.0\.1: it is a loopback address/,
     )
+    await expect(read({ apiEndpoint: `${base}/offset` }, { fetch: guarded })).rejects.toBeInstanceOf(ConnectorError)
     expect(fixture.server.requests.length).toBe(before)
   })
 })

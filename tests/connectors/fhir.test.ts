@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import fhir, { FhirConfig, outcomeText, searchUrl } from '../../src/connectors/fhir.ts'
-import { createGuardedFetch } from '../../src/connectors/shared/guarded-fetch.ts'
 import type { ConnectorContext } from '../../src/connectors/types.ts'
+import { createGuardedFetch } from '../../src/lib/egress/guarded-fetch.ts'
 import { readAllBatches } from '../helpers/connectors.ts'
 import { observations, patients, startFhirServer } from '../helpers/fhir-server.ts'
 

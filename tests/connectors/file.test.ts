@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import ExcelJS from 'exceljs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import file, { csvConnector, excelConnector, jsonConnector } from '../../src/connectors/file.ts'
-import type { ConnectorContext } from '../../src/connectors/types.ts'
+import { type ConnectorContext, ConnectorError } from '../../src/connectors/types.ts'
 import type { FileStore } from '../../src/lib/files.ts'
 import { nodeFileStore } from '../../src/runtime/node-files.ts'
 import { readAllBatches, testConnectorContext } from '../helpers/connectors.ts'
@@ -189,6 +189,25 @@ describe('file connector: refusals and malformed files', () => {
     ).toMatch(/^A file data source needs file storage, which the workers runtime was not given: bind an R2 bucket as FILES/)
   })
 
+  it('ends the read when the file grows past its limit while it is read', async () => {
+    // The store measures 12 bytes; by the time it is read the file holds more than maxFileSize.
+    const growing: FileStore = {
+      ...files,
+      stat: async () => ({ size: 12 }),
+      read: async () => new Blob(['id,name\np1,Ada\np2,Grace\np3,Alan\n']).stream(),
+    }
+    const err = await failureOf({ filePath: 'patients.csv', format: 'csv', maxFileSize: 20 }, { files: growing })
+    expect(err).toBeInstanceOf(ConnectorError)
+    expect(err.message).toBe("File 'patients.csv' grew past 20 bytes while it was read")
+  })
+
+  it('ends an xlsx read with the same error when the workbook grows past its limit', async () => {
+    const growing: FileStore = { ...files, stat: async () => ({ size: 12 }) }
+    const err = await failureOf({ filePath: 'book.xlsx', format: 'excel', maxFileSize: 200 }, { files: growing })
+    expect(err).toBeInstanceOf(ConnectorError)
+    expect(err.message).toBe("File 'book.xlsx' grew past 200 bytes while it was read")
+  })
+
   it('says why a malformed csv, json, xml or xlsx file cannot be read', async () => {
     expect((await failureOf({ filePath: 'broken.csv', format: 'csv' })).message).toBe(
       'Malformed CSV: a quoted field opened on line 2 is never closed',
@@ -198,6 +217,15 @@ describe('file connector: refusals and malformed files', () => {
     expect((await failureOf({ filePath: 'broken.xlsx', format: 'excel' })).message).toMatch(
       /^The file is not a readable xlsx workbook/,
     )
+    // The parsers' format errors reach the sync as connector errors (their message is the source's errorMessage).
+    for (const [filePath, format] of [
+      ['broken.csv', 'csv'],
+      ['broken.json', 'json'],
+      ['broken.xml', 'xml'],
+      ['broken.xlsx', 'excel'],
+    ]) {
+      expect(await failureOf({ filePath, format }), filePath).toBeInstanceOf(ConnectorError)
+    }
   })
 })
 

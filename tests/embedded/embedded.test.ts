@@ -162,7 +162,7 @@ describe('openPanelService', () => {
 
   it('runs one scheduler step, keeps one loop, and close() stops the loop and closes the database once', async () => {
     const { service } = await hostWith(join(dir, 'close'))
-    expect(await service.runDueSyncs()).toEqual({
+    expect(await service.runMaintenanceTick()).toEqual({
       recovered: 0,
       recomputed: 0,
       expired: 0,
@@ -179,7 +179,7 @@ describe('openPanelService', () => {
     await service.close()
     await service.close()
     await loop.stop()
-    await expect(service.runDueSyncs()).rejects.toThrow()
+    await expect(service.runMaintenanceTick()).rejects.toThrow()
     expect(() => service.startScheduler()).toThrow('the panel service is closed')
   })
 })

@@ -1,5 +1,5 @@
-import { createGuardedFetch } from '../../src/connectors/shared/guarded-fetch.ts'
 import type { Connector, ConnectorContext, SourceRecord } from '../../src/connectors/types.ts'
+import { createGuardedFetch } from '../../src/lib/egress/guarded-fetch.ts'
 import { createLogger } from '../../src/lib/logger.ts'
 
 /** What a connector reported through its context while reading. */

@@ -18,7 +18,7 @@ const TENANT = 'clinic-7'
 // and an operator's button running one scheduler step. Compiled by tsc, run by plain node.
 const HOST_TS = `import { serve } from '@hono/node-server'
 import { Hono } from 'hono'
-import { type DueSyncsReport, openPanelService, signToken } from 'panel-service'
+import { type MaintenanceReport, openPanelService, signToken } from 'panel-service'
 
 const panels = await openPanelService({ ...process.env })
 const host = new Hono()
@@ -26,7 +26,7 @@ host.get('/', (c) => c.text('host home'))
 host.post('/login/:user', async (c) =>
   c.json({ token: await signToken(process.env.JWT_SECRET!, { tenantId: '${TENANT}', userId: c.req.param('user') }) }),
 )
-host.post('/admin/run-due-syncs', async (c) => c.json<DueSyncsReport>(await panels.runDueSyncs()))
+host.post('/admin/maintenance-tick', async (c) => c.json<MaintenanceReport>(await panels.runMaintenanceTick()))
 host.route('/panels-api', panels.app)
 panels.startScheduler()
 const server = serve({ fetch: host.fetch, hostname: '127.0.0.1', port: 0 }, (info) => console.log(\`listening \${info.port}\`))
@@ -266,14 +266,14 @@ describe('the packed library in a plain-Node host with its own Hono', () => {
       expect(res.body.error).toBe('Access denied to tenant')
     })
 
-    it('runs a due scheduled sync when the host calls runDueSyncs', async () => {
+    it('runs a due scheduled sync when the host calls runMaintenanceTick', async () => {
       const body = JSON.stringify({ type: 'api', config: { apiEndpoint: apiUrl, schedule: '* * * * * *' } })
       const created = await call(`/panels-api/api/panels/${state.panelId}/datasources`, { method: 'POST', body })
       expect(created.status, JSON.stringify(created.body)).toBe(201)
       state.sourceId = created.body.id
       const due = Date.parse(created.body.nextSyncAt)
       await new Promise((r) => setTimeout(r, Math.max(0, due - Date.now()) + 50))
-      const report = await call('/admin/run-due-syncs', { method: 'POST' })
+      const report = await call('/admin/maintenance-tick', { method: 'POST' })
       expect(report.body).toMatchObject({ started: 1, succeeded: 1, failed: 0 })
       const runs = await runsOf(state.sourceId!)
       expect(runs.map((r) => [r.trigger, r.status])).toEqual([

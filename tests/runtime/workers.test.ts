@@ -268,7 +268,7 @@ describe('Cloudflare Workers: the bundled entry in workerd (Miniflare, local D1,
     expect(all.data.map((r: { Name: string }) => r.Name)).toEqual(['Alan', 'Edsger'])
   })
 
-  it('runs due syncs from the cron trigger (scheduled → runDueSyncs on D1)', async () => {
+  it('runs due syncs from the cron trigger (scheduled → runMaintenanceTick on D1)', async () => {
     const headers = await bearer(SMOKE_SECRET, 'cron-tenant', 'alice')
     const who = { tenantId: 'cron-tenant', userId: 'alice' }
     const panel = await (

@@ -1,7 +1,7 @@
 import { z } from 'zod'
+import { evaluatePath, isValidPath } from '../../lib/formats/json-path.ts'
 import { type ConnectorContext, ConnectorError } from '../types.ts'
 import { maxPagesField } from './http-config.ts'
-import { evaluatePath, isValidPath } from './json-path.ts'
 
 export const DEFAULT_PAGE_SIZE = 100
 export const MAX_PAGE_SIZE = 10_000

@@ -1,5 +1,5 @@
-import { readBytesLimited } from '../../lib/streams.ts'
-import { type ConnectorContext, ConnectorError } from '../types.ts'
+import { byteLimit, readBytesLimited } from '../../lib/streams.ts'
+import { asConnectorError, type ConnectorContext, ConnectorError } from '../types.ts'
 import { parseRetryAfter, RETRY_STATUSES, RetryableError, withRetry } from './retry.ts'
 
 /**
@@ -140,18 +140,15 @@ export function createHttpClient(ctx: ConnectorContext, options: HttpClientOptio
         res.body?.cancel().catch(() => {})
         throw overBudget()
       }
-      const counter = new TransformStream<Uint8Array, Uint8Array>({
-        transform(chunk, controller) {
-          budget.used += chunk.byteLength
-          if (budget.used > budget.max) controller.error(overBudget())
-          else controller.enqueue(chunk)
-        },
+      const counter = byteLimit(budget.max - budget.used, overBudget, (bytes) => {
+        budget.used += bytes
       })
-      return (res.body ?? new Response('').body!).pipeThrough(counter)
+      return (res.body ?? new Response('').body!).pipeThrough(counter.transform)
     },
 
     failure(err, where) {
-      if (err instanceof ConnectorError) return err
+      const known = asConnectorError(err)
+      if (known instanceof ConnectorError) return known
       const request = `${label} request${where ? ` for ${where}` : ''}`
       if (err instanceof RequestTimeout && !ctx.signal.aborted) {
         return new ConnectorError(`${request} timed out after ${err.timeoutMs} ms (the source's timeout)`)
@@ -165,11 +162,12 @@ export function createHttpClient(ctx: ConnectorContext, options: HttpClientOptio
 }
 
 /**
- * A fetch that threw: a network failure becomes a retryable error; an abort is passed on as it
- * is, for `HttpClient.failure` to name (timeout or cancel).
+ * A fetch that threw: a network failure becomes a retryable error; an egress refusal a
+ * ConnectorError; an abort is passed on as it is, for `HttpClient.failure` to name (timeout or cancel).
  */
 export function networkFailure(err: unknown, ctx: ConnectorContext, label: string, url: string | URL): unknown {
-  if (err instanceof ConnectorError || err instanceof RequestTimeout || ctx.signal.aborted) return err
+  const known = asConnectorError(err)
+  if (known instanceof ConnectorError || err instanceof RequestTimeout || ctx.signal.aborted) return known
   return new RetryableError(`${label} request to ${new URL(String(url)).origin} failed: ${reasonOf(err)}`)
 }
 

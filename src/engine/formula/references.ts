@@ -18,13 +18,6 @@ export function extractReferences(formula: string): Reference[] {
     .map((t) => ({ name: t.value, position: t.pos }))
 }
 
-/** Source paths (`Patient.birthDate`) the formula reads, distinct, in order of appearance. */
-export function extractSourcePaths(formula: string): string[] {
-  const { tokens } = lex(formula)
-  const paths = tokens.filter((t, i) => t.kind === 'ident' && t.dotted && tokens[i + 1].kind !== '(').map((t) => t.value)
-  return [...new Set(paths)]
-}
-
 /** `{name}` as written in a formula, escaping `\` and `}`. */
 export const formatReference = (name: string) => `{${name.replace(/\\/g, '\\\\').replace(/\}/g, '\\}')}}`
 

@@ -9,6 +9,7 @@ import {
   createRouter,
   errorResponses,
   IdParam,
+  json,
   nestedUnderPanel,
   PanelIdParam,
   TenantQuery,
@@ -26,7 +27,6 @@ import {
 import { createBaseColumn, createCalculatedColumn, deleteColumn, listColumns, updateColumn } from './columns.service.ts'
 
 const tags = ['Columns']
-const json = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } })
 const body = <T>(schema: T, required = true) => ({ required, content: { 'application/json': { schema } } })
 const formulaNote =
   'A formula with problems is a 400 with `code: "FORMULA_ERROR"` and `details` listing every ExpressionError ' +

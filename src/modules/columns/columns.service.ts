@@ -1,4 +1,4 @@
-import { and, asc, eq, sql } from 'drizzle-orm'
+import { and, eq, sql } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
 import type { ServiceContext } from '../../context.ts'
 import { insertedId } from '../../db/client.ts'
@@ -12,6 +12,7 @@ import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import type { PanelDto } from '../panels/panels.schemas.ts'
 import { requirePanel } from '../panels/panels.service.ts'
 import { assertNotViewColumn } from '../viewdefinitions/viewdefinitions.panel.service.ts'
+import { panelColumns } from './columns.queries.ts'
 import {
   applySourcePaths,
   assertFhirPath,
@@ -242,13 +243,6 @@ export async function deleteColumn(ctx: ServiceContext, id: number, at: ColumnAd
 // --- Internal helpers ---
 
 const ownColumn = (ctx: ServiceContext, id: number) => and(eq(columns.id, id), eq(columns.tenantId, ctx.scope.tenantId))
-
-const panelColumns = (ctx: ServiceContext, panelId: number): Promise<ColumnRow[]> =>
-  ctx.db
-    .select()
-    .from(columns)
-    .where(and(eq(columns.tenantId, ctx.scope.tenantId), eq(columns.panelId, panelId)))
-    .orderBy(asc(columns.id))
 
 /**
  * The column if it is the tenant's and its panel is live and the caller's (and is the `panelId` it

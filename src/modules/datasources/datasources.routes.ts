@@ -9,6 +9,7 @@ import {
   createRouter,
   errorResponses,
   IdParam,
+  json,
   nestedUnderPanel,
   PanelIdParam,
   TenantQuery,
@@ -39,7 +40,6 @@ import {
 import { uploadDataSourceFile } from './datasources.upload.ts'
 
 const tags = ['Data sources']
-const json = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } })
 const optionalBody = { required: false, content: { 'application/json': { schema: TenantOnlyBody } } }
 
 const listRoute = createRoute({

@@ -2,9 +2,9 @@ import { and, asc, count, desc, eq, sql } from 'drizzle-orm'
 import { isFileSourceType } from '../../connectors/file.ts'
 import { connectorFor } from '../../connectors/registry.ts'
 import type { ServiceContext } from '../../context.ts'
+import { runBatch } from '../../db/client.ts'
 import { columns, dataSources, records, syncRuns, webhookEvents } from '../../db/schema.ts'
-import { AppError, invalid, notFound } from '../../errors.ts'
-import { issuesToDetails } from '../../http/errors.ts'
+import { AppError, invalid, issuesToDetails, notFound } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { noFileStoreMessage } from '../../lib/files.ts'
 import { sourceRemovalIdentities } from '../../rowstore/identities.ts'
@@ -203,7 +203,7 @@ export async function deleteDataSource(ctx: ServiceContext, id: number, at: Sour
     dataSourceId: id,
   }
   const membership = membershipStatements(await loadPanelMembership(ctx.db, tenant, before.panelId), write)
-  await ctx.db.batch([
+  await runBatch(ctx.db, [
     ...[...membership.before, ...sourceRemovalIdentities(write, id)].map((q) => ctx.db.run(q)),
     ctx.db
       .update(columns)
@@ -221,7 +221,7 @@ export async function deleteDataSource(ctx: ServiceContext, id: number, at: Sour
       changes: { type: { oldValue: before.type }, config: { oldValue: await maskConfig(ctx.secrets, before.config) } },
     }),
     ...membership.after.map((q) => ctx.db.run(q)),
-  ] as unknown as Parameters<typeof ctx.db.batch>[0])
+  ])
   ctx.live.committed(tenant)
 }
 

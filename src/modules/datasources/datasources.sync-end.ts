@@ -1,5 +1,6 @@
 import { and, eq, lt, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
+import { runBatch } from '../../db/client.ts'
 import { dataSources, records, syncRuns } from '../../db/schema.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { appendEvents } from '../../rowstore/events.ts'
@@ -94,7 +95,7 @@ export async function finish(
   const unchanged = digest !== undefined && source.generationDigest === digest
   const identities =
     incremental || unchanged ? [] : generationSwitchIdentities(write, source.id, source.currentGeneration, run.generation, leased)
-  await ctx.db.batch([
+  await runBatch(ctx.db, [
     ...[...(membership?.before ?? []), ...identities].map((q) => ctx.db.run(q)),
     switched,
     ...(membership?.after ?? []).map((q) => ctx.db.run(q)),
@@ -116,7 +117,7 @@ export async function finish(
     ctx.db.update(syncRuns).set(ended).where(eq(syncRuns.id, run.id)),
     change,
     ...notice,
-  ] as unknown as Parameters<typeof ctx.db.batch>[0])
+  ])
   ctx.live.committed(source.tenantId)
   return outcome(ctx, source, run, counts.rowsWritten, message)
 }
@@ -142,7 +143,7 @@ export async function fail(
     rowsWritten: incremental ? counts.rowsWritten : 0,
     rowsDeleted: incremental ? counts.rowsDeleted : 0,
   }
-  await ctx.db.batch([
+  await runBatch(ctx.db, [
     ...dropPartial,
     ...appendEvents(
       source.tenantId,
@@ -168,7 +169,7 @@ export async function fail(
       action: 'SYNC',
       changes: { syncStatus: { oldValue: source.syncStatus, newValue: status }, errorMessage: { newValue: error } },
     }),
-  ] as unknown as Parameters<typeof ctx.db.batch>[0])
+  ])
   ctx.live.committed(source.tenantId)
   return outcome(ctx, source, run, 0, status === 'cancelled' ? error : `Synchronisation failed: ${error}`)
 }

@@ -3,9 +3,9 @@ import { extensionOf, extensionProblem, FILE_SOURCE_TYPES, isFileSourceType } fr
 import { connectorFor } from '../../connectors/registry.ts'
 import type { ServiceContext } from '../../context.ts'
 import { syncRuns } from '../../db/schema.ts'
-import { AppError, conflict, invalid, tooLarge } from '../../errors.ts'
-import { issuesToDetails } from '../../http/errors.ts'
+import { AppError, conflict, invalid, issuesToDetails, tooLarge } from '../../errors.ts'
 import { FileAccessError, noFileStoreMessage } from '../../lib/files.ts'
+import { byteLimit } from '../../lib/streams.ts'
 import { type DataSourceRow, type SyncResultDto, type SyncRunDto, toDataSourceDto, toSyncRunDto } from './datasources.schemas.ts'
 import { maskConfig, unsealConfig } from './datasources.secrets.ts'
 import { requireDataSource, updateDataSource } from './datasources.service.ts'
@@ -68,24 +68,6 @@ function dispositionName(header: string | null): string | undefined {
   return /filename\s*=\s*"?([^";]+)"?/i.exec(header)?.[1]
 }
 
-/** A body that fails once more than `max` bytes arrived; `exceeded()` tells that failure apart. */
-function limited(body: ReadableStream<Uint8Array>, max: number) {
-  let size = 0
-  let over = false
-  const stream = body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        size += chunk.byteLength
-        if (size > max) {
-          over = true
-          controller.error(new Error('too large'))
-        } else controller.enqueue(chunk)
-      },
-    }),
-  )
-  return { stream, exceeded: () => over }
-}
-
 /**
  * The uploaded file of a request: the `file` field of a multipart/form-data body (read by the
  * runtime's FormData parser, so held in memory up to the limit), or else the raw body, streamed
@@ -105,17 +87,17 @@ async function fileOfRequest(request: Request, maxBytes: number, tooBig: () => A
     return { body: request.body, name, size: Number.isNaN(declared) ? undefined : declared }
   }
   if (declared > maxBytes + MULTIPART_OVERHEAD) throw tooBig()
-  const body = limited(request.body, maxBytes + MULTIPART_OVERHEAD)
+  const limit = byteLimit(maxBytes + MULTIPART_OVERHEAD, tooBig)
   let form: FormData
   try {
     form = await new Request('http://upload.invalid/', {
       method: 'POST',
       headers: { 'content-type': type },
-      body: body.stream,
+      body: request.body.pipeThrough(limit.transform),
       duplex: 'half',
     } as RequestInit).formData()
   } catch {
-    if (body.exceeded()) throw tooBig()
+    if (limit.over()) throw tooBig()
     throw invalid([{ path: 'body', message: 'is not a readable multipart/form-data body' }], 'Malformed multipart body')
   }
   const file = form.get('file')

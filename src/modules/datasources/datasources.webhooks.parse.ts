@@ -1,7 +1,7 @@
-import { evaluatePath } from '../../connectors/shared/json-path.ts'
 import type { SourceRecord } from '../../connectors/types.ts'
 import type { WebhookConfig } from '../../connectors/webhook.ts'
 import { AppError, type FieldIssue, invalid, unauthorized } from '../../errors.ts'
+import { evaluatePath } from '../../lib/formats/json-path.ts'
 
 /**
  * Reading a webhook delivery (DATA-ENGINE: Webhook): its signature, checked in constant time, and

@@ -1,13 +1,14 @@
 import { and, eq, inArray, type SQL, sql } from 'drizzle-orm'
 import { IMPORT_ONLY_MESSAGE } from '../../connectors/registry.ts'
-import { evaluatePath } from '../../connectors/shared/json-path.ts'
 import { PUSH_ONLY_MESSAGE, WebhookConfig, type WebhookEventKind } from '../../connectors/webhook.ts'
 import type { ServiceContext } from '../../context.ts'
 import { systemContext } from '../../context.ts'
+import { runBatch } from '../../db/client.ts'
 import { dataSources, syncRuns, webhookEvents } from '../../db/schema.ts'
 import type { Deps } from '../../deps.ts'
 import { AppError, conflict, invalid } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
+import { evaluatePath } from '../../lib/formats/json-path.ts'
 import { deleteIdentities, upsertIdentities, writtenRowIdentities } from '../../rowstore/identities.ts'
 import { loadPanelPlan } from '../../rowstore/materialise.ts'
 import { membershipStatements } from '../../rowstore/membership.ts'
@@ -197,11 +198,11 @@ async function applyData(ctx: ServiceContext, sourceId: number, events: WebhookE
   const run_ = (s: SQL) => ctx.db.run(s)
   if (snapshot) {
     const expires = new Date(ctx.clock.now().getTime() + SNAPSHOT_LEASE_MS).toISOString()
-    await ctx.db.batch([
+    await runBatch(ctx.db, [
       ...statements.map(run_),
       run_(sql`UPDATE sync_runs SET rows_read = rows_read + ${all.length} WHERE id = ${snapshot.id}`),
       run_(sql`UPDATE data_sources SET lease_expires_at = ${expires} WHERE id = ${source.id} AND lease_run_id = ${snapshot.id}`),
-    ] as unknown as Parameters<typeof ctx.db.batch>[0])
+    ])
     return
   }
   // Outside a snapshot a delivery is one webhook sync run through the one lifecycle: opened, its
@@ -210,14 +211,14 @@ async function applyData(ctx: ServiceContext, sourceId: number, events: WebhookE
   const write = syncWrite(ctx, source, run, now)
   const membership = membershipStatements(await loadPanelMembership(ctx.db, source.tenantId, source.panelId), write)
   const upsertKeys = upserts.map((r) => r.key)
-  await ctx.db.batch([
+  await runBatch(ctx.db, [
     ...membership.before.map(run_),
     ...upsertIdentities(write, source.id, generation, upsertKeys).map(run_),
     ...deleteIdentities(write, source.id, generation, deletes).map(run_),
     ...statements.map(run_),
     ...writtenRowIdentities(write, source.id, generation, upsertKeys).map(run_),
     ...membership.after.map(run_),
-  ] as unknown as Parameters<typeof ctx.db.batch>[0])
+  ])
   const counts: Counts = { rowsRead: all.length, rowsWritten: upserts.length, rowsDeleted: deletes.length, truncated: [] }
   await finish(ctx, { source, run, counts, incremental: true }, 0, { notify: true })
 }
@@ -265,7 +266,7 @@ async function applySyncEvent(ctx: ServiceContext, sourceId: number, event: Webh
   } else {
     await fail(ctx, ended(source, snapshot), 'error', failureMessage(event), durationOf(ctx, snapshot))
   }
-  await ctx.db.batch(ids as unknown as Parameters<typeof ctx.db.batch>[0])
+  await runBatch(ctx.db, ids)
 }
 
 const failureMessage = (event: WebhookEvent) => event.message ?? 'The sender reported a failed synchronisation'

@@ -1,7 +1,7 @@
 import { createRoute } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
 import { sendJson } from '../../http/response-headers.ts'
-import { bearer, createRouter, errorResponses } from '../../http/router.ts'
+import { bearer, createRouter, errorResponses, json } from '../../http/router.ts'
 import { auditAccess } from '../audit/audit.record.ts'
 import {
   ContextQuery,
@@ -16,7 +16,6 @@ import {
 import { checkFormula, formulaContext, listFunctions, previewFormula } from './formulas.service.ts'
 
 const tags = ['Formulas']
-const json = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } })
 const body = <T>(schema: T) => ({ body: { required: true, content: { 'application/json': { schema } } } })
 
 const functionsRoute = createRoute({

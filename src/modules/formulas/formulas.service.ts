@@ -1,6 +1,5 @@
-import { and, asc, eq, sql } from 'drizzle-orm'
+import { sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
-import { columns } from '../../db/schema.ts'
 import { loadFhirPathEngineFor } from '../../engine/fhirpath/engine.ts'
 import {
   type Category,
@@ -14,18 +13,12 @@ import {
   validateFormula,
 } from '../../engine/formula/index.ts'
 import { noteAccess } from '../audit/audit.record.ts'
+import { panelColumns } from '../columns/columns.queries.ts'
 import { requirePanel } from '../panels/panels.service.ts'
 import type { PreviewInput, ValidateInput } from './formulas.schemas.ts'
 
 /** The function catalogue (FORMULAS.md): every function, or those of one category. */
 export const listFunctions = (category?: Category): FormulaFunction[] => functionCatalogue(category)
-
-const panelColumns = (ctx: ServiceContext, panelId: number) =>
-  ctx.db
-    .select({ id: columns.id, name: columns.name, type: columns.type, formula: columns.formula, columnType: columns.columnType })
-    .from(columns)
-    .where(and(eq(columns.tenantId, ctx.scope.tenantId), eq(columns.panelId, panelId)))
-    .orderBy(asc(columns.id))
 
 /** Checks a formula against a panel's columns; stores nothing (FORMULAS.md "Endpoints"). */
 export async function checkFormula(ctx: ServiceContext, input: ValidateInput): Promise<ValidateResult> {

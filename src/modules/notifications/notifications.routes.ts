@@ -1,12 +1,11 @@
 import { createRoute } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
 import { sendJson } from '../../http/response-headers.ts'
-import { bearer, createRouter, errorResponses } from '../../http/router.ts'
+import { bearer, createRouter, errorResponses, json } from '../../http/router.ts'
 import { ListNotificationsQuery, MarkReadBody, MarkReadResult, NotificationPage } from './notifications.schemas.ts'
 import { listNotifications, markNotificationsRead } from './notifications.service.ts'
 
 const tags = ['Notifications']
-const json = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } })
 
 const listRoute = createRoute({
   method: 'get',

@@ -2,12 +2,11 @@ import { createRoute } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
 import { paginationHeaders } from '../../http/pagination.ts'
 import { sendJson } from '../../http/response-headers.ts'
-import { bearer, createRouter, errorResponses, IdParam, TenantQuery } from '../../http/router.ts'
+import { bearer, createRouter, errorResponses, IdParam, json, TenantQuery } from '../../http/router.ts'
 import { CreatePanelBody, DeletePanelBody, ListPanelsQuery, Panel, PanelList, UpdatePanelBody } from './panels.schemas.ts'
 import { createPanel, deletePanel, getPanel, listPanels, updatePanel } from './panels.service.ts'
 
 const tags = ['Panels']
-const json = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } })
 
 const listRoute = createRoute({
   method: 'get',

@@ -1,10 +1,10 @@
 import { and, asc, desc, eq, isNull, or, type SQL, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
-import { insertedId } from '../../db/client.ts'
+import { insertedId, runBatch } from '../../db/client.ts'
 import { panels } from '../../db/schema.ts'
 import { notFound } from '../../errors.ts'
-import type { ListedPage } from '../../http/pagination.ts'
 import { isoNow } from '../../lib/clock.ts'
+import type { ListedPage } from '../../lib/paging.ts'
 import { panelEvaluationStatements } from '../../rowstore/membership.ts'
 import { changeInsert, createdFields, diffFields } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
@@ -219,6 +219,9 @@ export async function deletePanel(ctx: ServiceContext, id: number): Promise<void
 async function reevaluateViews(ctx: ServiceContext, panelId: number) {
   const statements = await panelEvaluationStatements(ctx.db, ctx.scope.tenantId, panelId, isoNow(ctx.clock))
   if (statements.length === 0) return
-  await ctx.db.batch(statements.map((q) => ctx.db.run(q)) as unknown as Parameters<typeof ctx.db.batch>[0])
+  await runBatch(
+    ctx.db,
+    statements.map((q) => ctx.db.run(q)),
+  )
   ctx.live.committed(ctx.scope.tenantId)
 }

@@ -1,8 +1,8 @@
-import { csvBatches } from '../../connectors/shared/parse/csv.ts'
-import { jsonBatches } from '../../connectors/shared/parse/json.ts'
-import { xlsxBatches } from '../../connectors/shared/parse/xlsx.ts'
-import { ConnectorError } from '../../connectors/types.ts'
 import { invalid, tooLarge } from '../../errors.ts'
+import { csvBatches } from '../../lib/formats/csv.ts'
+import { FormatError } from '../../lib/formats/errors.ts'
+import { jsonBatches } from '../../lib/formats/json.ts'
+import { xlsxBatches } from '../../lib/formats/xlsx.ts'
 import type { ImportInput } from './rows.import.request.ts'
 import type { ImportConfig, ImportFormat } from './rows.import.schemas.ts'
 
@@ -44,7 +44,7 @@ export async function readImportRows(input: ImportInput, maxRows: number): Promi
       cap(rows.length)
     }
   } catch (err) {
-    if (err instanceof ConnectorError) {
+    if (err instanceof FormatError) {
       throw invalid([{ path: 'file', message: err.message }], `The file cannot be read as ${config.format}: ${err.message}`)
     }
     throw err

@@ -1,7 +1,7 @@
-import { evaluatePath } from '../../connectors/shared/json-path.ts'
 import { loadFhirPathEngineFor } from '../../engine/fhirpath/engine.ts'
 import { type CompiledFormula, compileFormula, formulaFhirPaths } from '../../engine/formula/index.ts'
 import { type FieldIssue, invalid } from '../../errors.ts'
+import { evaluatePath } from '../../lib/formats/json-path.ts'
 import { DEFAULT_IMPORT_BATCH, type ImportConfig } from './rows.import.schemas.ts'
 
 type Row = Record<string, unknown>

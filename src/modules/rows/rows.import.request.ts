@@ -1,6 +1,5 @@
-import { AppError, invalid, tooLarge } from '../../errors.ts'
-import { issuesToDetails } from '../../http/errors.ts'
-import { readBytesLimited } from '../../lib/streams.ts'
+import { AppError, invalid, issuesToDetails, tooLarge } from '../../errors.ts'
+import { byteLimit, readBytesLimited } from '../../lib/streams.ts'
 import { type ImportConfig, ImportConfigSchema, ImportJsonBody } from './rows.import.schemas.ts'
 
 /** Multipart framing (boundaries, the config field) allowed on top of the file before a body is too large. */
@@ -60,20 +59,8 @@ export async function readImportRequest(request: Request, maxBytes: number): Pro
 // --- Internal helpers ---
 
 async function readMultipart(request: Request, type: string, maxBytes: number): Promise<ImportInput> {
-  let over = false
-  let size = 0
-  const limit = maxBytes + MULTIPART_OVERHEAD
-  const body = request.body!.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        size += chunk.byteLength
-        if (size > limit) {
-          over = true
-          controller.error(new Error('too large'))
-        } else controller.enqueue(chunk)
-      },
-    }),
-  )
+  const limit = byteLimit(maxBytes + MULTIPART_OVERHEAD, () => tooBig(maxBytes))
+  const body = request.body!.pipeThrough(limit.transform)
   let form: FormData
   try {
     form = await new Request('http://import.invalid/', {
@@ -83,7 +70,7 @@ async function readMultipart(request: Request, type: string, maxBytes: number): 
       duplex: 'half',
     } as RequestInit).formData()
   } catch {
-    if (over) throw tooBig(maxBytes)
+    if (limit.over()) throw tooBig(maxBytes)
     throw invalid([{ path: 'body', message: 'is not a readable multipart/form-data body' }], 'Malformed multipart body')
   }
   const file = form.get('file')

@@ -1,5 +1,6 @@
 import { and, asc, eq, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
+import { runBatch } from '../../db/client.ts'
 import { columns } from '../../db/schema.ts'
 import { tooLarge } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
@@ -99,7 +100,7 @@ async function runImport(
     rowsImported: imported,
     rowsUpdated: updated,
   }
-  await ctx.db.batch([
+  await runBatch(ctx.db, [
     ...membership.before.map((q) => ctx.db.run(q)),
     ...upsertIdentities(write, source.id, source.generation, insertKeys).map((q) => ctx.db.run(q)),
     ...recordIdentities(
@@ -119,7 +120,7 @@ async function runImport(
       changes: { import: { newValue: { ...summary, rowsRejected: rows.length - imported - updated } } },
     }),
     ...membership.after.map((q) => ctx.db.run(q)),
-  ] as unknown as Parameters<typeof ctx.db.batch>[0])
+  ])
   ctx.live.committed(ctx.scope.tenantId)
   report.rowsImported = imported
   report.rowsUpdated = updated

@@ -1,5 +1,5 @@
-import { createGuardedFetch } from '../../connectors/shared/guarded-fetch.ts'
 import type { ServiceDeps } from '../../context.ts'
+import { createGuardedFetch } from '../../lib/egress/guarded-fetch.ts'
 import { signBody } from './subscriptions.sign.ts'
 import { urlRefusal, WEBHOOK_PURPOSE } from './subscriptions.url.ts'
 

@@ -1,7 +1,7 @@
 import { createRoute } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
 import { sendJson } from '../../http/response-headers.ts'
-import { bearer, createRouter, errorResponses } from '../../http/router.ts'
+import { bearer, createRouter, errorResponses, json } from '../../http/router.ts'
 import {
   CreateSubscriptionBody,
   DeliveriesQuery,
@@ -25,7 +25,6 @@ import {
 } from './subscriptions.service.ts'
 
 const tags = ['Webhook subscriptions']
-const json = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } })
 
 const deliveryNote =
   'Deliveries: `POST <url>` with the event JSON as the body and `X-Event-Id`, `X-Event-Type`, `X-Delivery-Id`, ' +

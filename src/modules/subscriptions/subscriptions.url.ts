@@ -1,7 +1,7 @@
-import { checkOutboundUrl } from '../../connectors/shared/guarded-fetch.ts'
-import { ConnectorError } from '../../connectors/types.ts'
 import type { ServiceDeps } from '../../context.ts'
 import { invalid } from '../../errors.ts'
+import { EgressError } from '../../lib/egress/errors.ts'
+import { checkOutboundUrl } from '../../lib/egress/guarded-fetch.ts'
 
 /** What the guard's refusals say private addresses are not allowed for. */
 export const WEBHOOK_PURPOSE = 'webhook subscriptions'
@@ -29,7 +29,7 @@ export async function urlRefusal(deps: ServiceDeps, url: string): Promise<string
       purpose: WEBHOOK_PURPOSE,
     })
   } catch (err) {
-    if (err instanceof ConnectorError) return err.message
+    if (err instanceof EgressError) return err.message
     throw err
   }
   return undefined

@@ -1,11 +1,13 @@
 import { and, asc, eq, type SQL, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
-import { columns, dataSources, panels } from '../../db/schema.ts'
+import { runBatch } from '../../db/client.ts'
+import { type columns, dataSources, panels } from '../../db/schema.ts'
 import { conflict, invalid, notFound } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { bumpColumnsVersion, recomputeAfterColumnChange } from '../../rowstore/materialise.ts'
 import { refreshRowIndex } from '../../rowstore/query/row-index.ts'
 import { changeInsert } from '../changes/changes.service.ts'
+import { panelColumns } from '../columns/columns.queries.ts'
 import { dependantsConflict, dependantsOf } from '../columns/columns.rules.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import { requirePanel } from '../panels/panels.service.ts'
@@ -63,7 +65,7 @@ export async function putPanelViewDefinition(
     },
   }
   if (dataSourceId !== state.dataSourceId) changes.viewDataSourceId = { oldValue: state.dataSourceId, newValue: dataSourceId }
-  await ctx.db.batch([
+  await runBatch(ctx.db, [
     ...statements.map((s) => ctx.db.run(s)),
     ctx.db.run(sql`UPDATE panels SET view_definition = ${JSON.stringify(definition)}, view_data_source_id = ${dataSourceId},
       updated_at = ${now} WHERE id = ${panelId} AND tenant_id = ${ctx.scope.tenantId}`),
@@ -75,7 +77,7 @@ export async function putPanelViewDefinition(
       impact: 'warning',
       message: `The panel is now defined by the ViewDefinition ${String(definition.name ?? plan.resource)}`,
     }),
-  ] as unknown as Parameters<typeof ctx.db.batch>[0])
+  ])
   await recomputeAfterColumnChange(ctx, panelId)
   await refreshRowIndex(ctx.db, ctx.scope.tenantId, panelId)
   return definition
@@ -101,13 +103,13 @@ export async function deletePanelViewDefinition(ctx: ServiceContext, panelId: nu
       ctx.db.run(sql`UPDATE columns SET fhir_path = ${paths.get(c.name)}, source_field = ${paths.get(c.name)}, updated_at = ${now}
         WHERE id = ${c.id} AND tenant_id = ${ctx.scope.tenantId}`),
     )
-  await ctx.db.batch([
+  await runBatch(ctx.db, [
     ...rewrites,
     ctx.db.run(sql`UPDATE panels SET view_definition = NULL, view_data_source_id = NULL, updated_at = ${isoNow(ctx.clock)}
       WHERE id = ${panelId} AND tenant_id = ${ctx.scope.tenantId}`),
     bumpColumnsVersion(ctx.db, ctx.scope.tenantId, panelId),
     changeInsert(ctx, { panelId, entityType: 'Panel', entityId: panelId, action: 'UPDATE', changes }),
-  ] as unknown as Parameters<typeof ctx.db.batch>[0])
+  ])
   await recomputeAfterColumnChange(ctx, panelId)
 }
 
@@ -143,13 +145,6 @@ async function viewState(ctx: ServiceContext, panelId: number) {
     .where(and(eq(panels.id, panelId), eq(panels.tenantId, ctx.scope.tenantId)))
   return { definition: row?.definition ?? null, dataSourceId: row?.dataSourceId ?? null }
 }
-
-const panelColumns = (ctx: ServiceContext, panelId: number): Promise<ColumnRow[]> =>
-  ctx.db
-    .select()
-    .from(columns)
-    .where(and(eq(columns.tenantId, ctx.scope.tenantId), eq(columns.panelId, panelId)))
-    .orderBy(asc(columns.id))
 
 /** A data source of this panel (of the caller's tenant), else a 404 naming it. */
 async function requirePanelSource(ctx: ServiceContext, panelId: number, id: number) {

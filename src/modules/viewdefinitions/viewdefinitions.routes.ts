@@ -1,7 +1,7 @@
 import { createRoute, z } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
 import { sendJson } from '../../http/response-headers.ts'
-import { bearer, createRouter, errorResponses } from '../../http/router.ts'
+import { bearer, createRouter, errorResponses, json } from '../../http/router.ts'
 import { auditAccess } from '../audit/audit.record.ts'
 import { runViewDefinition } from './viewdefinitions.run.ts'
 import {
@@ -22,7 +22,6 @@ import {
 
 const tags = ['SQL on FHIR']
 const fhirJson = <T>(schema: T) => ({ 'application/json': { schema }, 'application/fhir+json': { schema } })
-const json = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } })
 
 const runDescription =
   'Runs a SQL-on-FHIR v2 ViewDefinition (docs/sql-on-fhir.md). Body: a FHIR `Parameters` resource with exactly one of ' +

@@ -1,7 +1,7 @@
 import { createRoute } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
 import { sendJson } from '../../http/response-headers.ts'
-import { bearer, createRouter, errorResponses, IdParam, TenantQuery } from '../../http/router.ts'
+import { bearer, createRouter, errorResponses, IdParam, json, TenantQuery } from '../../http/router.ts'
 import { auditAccess } from '../audit/audit.record.ts'
 import { rowsRouteDescription } from '../rows/rows.routes.ts'
 import { RowsQuery, RowsResponse } from '../rows/rows.schemas.ts'
@@ -22,7 +22,6 @@ import {
 import { copyView, createView, deleteView, getView, listViews, updateView } from './views.service.ts'
 
 const tags = ['Views']
-const json = <T>(schema: T, description: string) => ({ description, content: { 'application/json': { schema } } })
 const body = <T>(schema: T, required = true) => ({ required, content: { 'application/json': { schema } } })
 
 const listRoute = createRoute({

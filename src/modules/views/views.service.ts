@@ -2,7 +2,7 @@ import { and, desc, eq, isNull, or, type SQL, sql } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
 import type { Cache } from '../../cache/cache.ts'
 import type { ServiceContext } from '../../context.ts'
-import { insertedId } from '../../db/client.ts'
+import { insertedId, runBatch } from '../../db/client.ts'
 import { type ChangeAction, type FieldChanges, panels, views } from '../../db/schema.ts'
 import { notFound, permissionDenied } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
@@ -299,7 +299,7 @@ export async function deleteView(ctx: ServiceContext, id: number): Promise<void>
   const { row, panel } = await loadViewFor(ctx, id, 'delete', 'delete the view')
   const at = isoNow(ctx.clock)
   const deleted = viewEvent('view.deleted', row, panel, at, sql`EXISTS (SELECT 1 FROM views WHERE id = ${id})`)
-  await ctx.db.batch([
+  await runBatch(ctx.db, [
     ...deleted.map((q) => ctx.db.run(q)),
     ctx.db.delete(views).where(ofTenant(ctx, id)),
     ctx.db.run(sql`DELETE FROM view_members WHERE view_id = ${id}`),
@@ -312,7 +312,7 @@ export async function deleteView(ctx: ServiceContext, id: number): Promise<void>
       action: 'DELETE',
       changes: { name: { oldValue: row.name }, isPublished: { oldValue: row.isPublished } },
     }),
-  ] as unknown as Parameters<typeof ctx.db.batch>[0])
+  ])
   ctx.live.committed(row.tenantId)
   await ctx.cache.del(ctx.scope.tenantId, viewKey(id))
   const owner = await findPanel(ctx, panel.id)
@@ -326,6 +326,9 @@ export async function deleteView(ctx: ServiceContext, id: number): Promise<void>
 async function evaluateNewView(ctx: ServiceContext, view: { tenantId: string; panelId: number; id: number }) {
   const statements = await viewEvaluationStatements(ctx.db, view, isoNow(ctx.clock), { announce: true })
   if (statements.length === 0) return
-  await ctx.db.batch(statements.map((q) => ctx.db.run(q)) as unknown as Parameters<typeof ctx.db.batch>[0])
+  await runBatch(
+    ctx.db,
+    statements.map((q) => ctx.db.run(q)),
+  )
   ctx.live.committed(view.tenantId)
 }

@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from 'vitest'
-import { runDueSyncs } from '../../../src/scheduler/run-due-syncs.ts'
+import { runMaintenanceTick } from '../../../src/scheduler/maintenance-tick.ts'
 import { type AuditWorld, auditWorld } from './fixtures.ts'
 
 let w: AuditWorld
@@ -52,11 +52,11 @@ describe('retention (AUDIT_RETENTION_DAYS)', () => {
     w.t.clock.advance(20 * 86_400_000)
     await w.alice.get(`/api/panels/${w.panelId}/rows`)
     w.t.clock.advance(11 * 86_400_000)
-    const report = await runDueSyncs(w.t.deps)
+    const report = await runMaintenanceTick(w.t.deps)
     expect(report.auditPruned).toBe(1)
     const left = await w.admin.get('/api/audit')
     expect(left.body.records.map((r: { path: string }) => r.path)).toEqual([`/api/panels/${w.panelId}/rows`])
-    expect((await runDueSyncs(w.t.deps)).auditPruned).toBe(0)
+    expect((await runMaintenanceTick(w.t.deps)).auditPruned).toBe(0)
   })
 
   it('deletes in bounded batches, going on over several statements', async () => {
@@ -71,7 +71,7 @@ describe('retention (AUDIT_RETENTION_DAYS)', () => {
       )
     }
     await w.alice.get(`/api/views/${w.viewId}/rows`)
-    expect((await runDueSyncs(w.t.deps)).auditPruned).toBe(2500)
+    expect((await runMaintenanceTick(w.t.deps)).auditPruned).toBe(2500)
     expect((await w.admin.get('/api/audit')).body.total).toBe(1)
   })
 })

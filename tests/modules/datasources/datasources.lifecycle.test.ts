@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm'
 import { describe, expect, it } from 'vitest'
 import { dataSources, syncRuns } from '../../../src/db/schema.ts'
 import { recoverInterruptedSyncs } from '../../../src/modules/datasources/datasources.sync.ts'
-import { runDueSyncs } from '../../../src/scheduler/run-due-syncs.ts'
+import { runMaintenanceTick } from '../../../src/scheduler/maintenance-tick.ts'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
 import {
@@ -117,7 +117,7 @@ describe('crash recovery', () => {
 })
 
 describe('scheduled syncs', () => {
-  it('sets nextSyncAt from schedule and timezone, and runDueSyncs runs the source when it is due', async () => {
+  it('sets nextSyncAt from schedule and timezone, and runMaintenanceTick runs the source when it is due', async () => {
     const { body: source } = await createSource(
       alice,
       panelId,
@@ -125,10 +125,10 @@ describe('scheduled syncs', () => {
     )
     expect(source.nextSyncAt).toBe('2026-01-02T05:00:00.000Z')
 
-    expect(await runDueSyncs(t.deps)).toMatchObject({ started: 0 })
+    expect(await runMaintenanceTick(t.deps)).toMatchObject({ started: 0 })
     api.state.patients = [PATIENTS[0]]
     t.clock.set('2026-01-02T05:00:30.000Z')
-    expect(await runDueSyncs(t.deps)).toMatchObject({ started: 1, succeeded: 1, failed: 0 })
+    expect(await runMaintenanceTick(t.deps)).toMatchObject({ started: 1, succeeded: 1, failed: 0 })
 
     const row = await sourceRow(source.id)
     expect(row).toMatchObject({
@@ -150,7 +150,7 @@ describe('scheduled syncs', () => {
       .set({ leaseRunId: 999, leaseExpiresAt: '2026-01-01T13:00:00.000Z' })
       .where(eq(dataSources.id, a.id))
     t.clock.set('2026-01-01T12:10:00.000Z')
-    expect(await runDueSyncs(t.deps)).toMatchObject({ started: 0 })
+    expect(await runMaintenanceTick(t.deps)).toMatchObject({ started: 0 })
     void b
   })
 
@@ -172,7 +172,7 @@ describe('scheduled syncs', () => {
     })
     api.state.patients = [...PATIENTS, { id: 'p9', name: 'Barbara', age: 30 }]
     t.clock.set('2026-01-01T12:05:00.000Z')
-    await runDueSyncs(t.deps)
+    await runMaintenanceTick(t.deps)
     const res = await alice.get('/api/notifications/views?isRead=false')
     expect(res.body.notifications.map((n: { type: string; message: string }) => [n.type, n.message])).toEqual([
       ['DATA_CHANGED', 'View "Mine": 1 row entered (sync)'],

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { runDueSyncs } from '../../../src/scheduler/run-due-syncs.ts'
+import { runMaintenanceTick } from '../../../src/scheduler/maintenance-tick.ts'
 import { append, eventsWorld, headOf, panelEvents } from './fixtures.ts'
 
 const seqsOf = async (t: Awaited<ReturnType<typeof eventsWorld>>['t'], tenantId: string) =>
@@ -16,11 +16,11 @@ describe('retention (EVENTS_RETENTION_DAYS, EVENTS_RETENTION_MAX)', () => {
     await append(w.t, 'tenant-a', panelEvents(w.panelId, 2, 4), '2025-12-30T00:00:00.000Z')
     // The views' events of the world are of the test clock's day: kept.
     const before = await seqsOf(w.t, 'tenant-a')
-    const report = await runDueSyncs(w.t.deps)
+    const report = await runMaintenanceTick(w.t.deps)
     expect(report.eventsPruned).toBe(3)
     const after = await seqsOf(w.t, 'tenant-a')
     expect(after).toEqual(before.filter((s) => s < firstRecent - 3 || s >= firstRecent))
-    expect((await runDueSyncs(w.t.deps)).eventsPruned).toBe(0)
+    expect((await runMaintenanceTick(w.t.deps)).eventsPruned).toBe(0)
     // The views' events (seq 1, 2) come first in tenant-a's log and are kept, so oldestSeq is 1 and
     // no cursor expires yet; in tenant-b everything is recent.
     expect((await w.alice.get('/api/events?after=0')).status).toBe(200)
@@ -31,7 +31,7 @@ describe('retention (EVENTS_RETENTION_DAYS, EVENTS_RETENTION_MAX)', () => {
     await append(w.t, 'tenant-a', panelEvents(w.panelId, 5))
     const head = await headOf(w.t, 'tenant-a')
     const bHead = await headOf(w.t, 'tenant-b')
-    const report = await runDueSyncs(w.t.deps)
+    const report = await runMaintenanceTick(w.t.deps)
     expect(report.eventsPruned).toBe(head - 3)
     expect(await seqsOf(w.t, 'tenant-a')).toEqual([head - 2, head - 1, head])
     expect((await seqsOf(w.t, 'tenant-b')).length).toBe(bHead)
@@ -48,7 +48,7 @@ describe('retention (EVENTS_RETENTION_DAYS, EVENTS_RETENTION_MAX)', () => {
     for (let i = 0; i < 6; i++) await append(w.t, 'tenant-a', panelEvents(w.panelId, 400), '2026-01-01T12:00:00.000Z')
     // Everything, the world's view events included (each view's creation, evaluation and changes), is older than 7 days.
     w.t.clock.advance(8 * 86_400_000)
-    expect((await runDueSyncs(w.t.deps)).eventsPruned).toBe(2407)
+    expect((await runMaintenanceTick(w.t.deps)).eventsPruned).toBe(2407)
     expect(await seqsOf(w.t, 'tenant-a')).toEqual([])
     const head = await headOf(w.t, 'tenant-a')
     expect((await w.alice.get(`/api/events?after=${head}`)).body).toEqual({ events: [], lastSeq: head, hasMore: false })

@@ -2,7 +2,7 @@ import { eq } from 'drizzle-orm'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { panels } from '../../../src/db/schema.ts'
 import { loadPanelPlan, recomputePanel, rowOf } from '../../../src/rowstore/materialise.ts'
-import { runDueSyncs } from '../../../src/scheduler/run-due-syncs.ts'
+import { runMaintenanceTick } from '../../../src/scheduler/maintenance-tick.ts'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
 import { type FixtureServer, sendJson, startJsonServer } from '../../helpers/servers.ts'
@@ -107,7 +107,7 @@ describe('recompute after column changes', () => {
     await addBase('Gender', 'Patient.gender')
     await t.deps.db.update(panels).set({ materialisedVersion: 0 }).where(eq(panels.id, panelId))
     await t.client.execute({ sql: 'UPDATE records SET cells = ? WHERE panel_id = ?', args: ['{}', panelId] })
-    const report = await runDueSyncs(t.deps)
+    const report = await runMaintenanceTick(t.deps)
     expect(report.recomputed).toBe(3)
     expect((await rows('Gender')).map((r: { Gender: string }) => r.Gender)).toEqual(['female', 'female', 'male'])
   })

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm'
 import { describe, expect, it } from 'vitest'
+import { runBatch } from '../../../src/db/client.ts'
 import { appendEvents, appendEventsFrom } from '../../../src/rowstore/events.ts'
 import { makeTestApp } from '../../helpers/app.ts'
 
@@ -10,7 +11,10 @@ describe('appendEvents', () => {
     const { deps } = await makeTestApp()
     const db = deps.db
     const run = (statements: ReturnType<typeof appendEvents>) =>
-      db.batch(statements.map((s) => db.run(s)) as unknown as Parameters<typeof db.batch>[0])
+      runBatch(
+        db,
+        statements.map((s) => db.run(s)),
+      )
     await run(
       appendEvents(
         'a',

@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import { createStorage } from 'unstorage'
 import memoryDriver from 'unstorage/drivers/memory'
+import { runBatch } from '../../../src/db/client.ts'
 import { buildDeps, type Deps } from '../../../src/deps.ts'
 import { createLogger } from '../../../src/lib/logger.ts'
 import { deliverDueWebhooks } from '../../../src/modules/subscriptions/subscriptions.queue.ts'
@@ -26,7 +27,10 @@ export async function startReceiver(answer: Answer = () => 200): Promise<Fixture
 /** Appends events to a tenant's log the way the row store does: in one batch (no wake-up). */
 export async function emit(deps: Deps, tenantId: string, events: NewEvent[], at = deps.clock.now().toISOString()) {
   const statements = appendEvents(tenantId, events, at)
-  await deps.db.batch(statements.map((s) => deps.db.run(s)) as unknown as Parameters<typeof deps.db.batch>[0])
+  await runBatch(
+    deps.db,
+    statements.map((s) => deps.db.run(s)),
+  )
 }
 
 /** The delivery step (what the scheduler runs), at the deps' clock. */

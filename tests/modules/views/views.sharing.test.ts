@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { runDueSyncs } from '../../../src/scheduler/run-due-syncs.ts'
+import { runMaintenanceTick } from '../../../src/scheduler/maintenance-tick.ts'
 import { authHeaders, signRaw } from '../../helpers/auth.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
 import { query, type RowsWorld, rowsWorld } from '../rows/fixtures.ts'
@@ -237,7 +237,7 @@ describe('expiry', () => {
     const owner = await w.alice.get(`/api/views/${view.id}`)
     expect(owner.body).toMatchObject({ isPublished: false, publishedAt: null })
     expect((await ada.get(`/api/views/${view.id}/rows`)).status).toBe(200)
-    await runDueSyncs(w.t.deps, w.t.clock.now())
+    await runMaintenanceTick(w.t.deps, w.t.clock.now())
     const changes = (await w.alice.get(`/api/changes/panels?panelId=${w.panelId}&entityType=View&limit=100`)).body.changes
     const ended = changes.filter(
       (c: { entityId: number; userId: string; changes: { isPublished?: unknown } }) =>
@@ -255,7 +255,7 @@ describe('expiry', () => {
     const expiresAt = new Date(w.t.clock.now().getTime() + 60_000).toISOString()
     const view = await published({ permissions: ['read'], userGroups: [], expiresAt })
     w.t.clock.advance(120_000)
-    const report = await runDueSyncs(w.t.deps, w.t.clock.now())
+    const report = await runMaintenanceTick(w.t.deps, w.t.clock.now())
     expect(report.expired).toBeGreaterThanOrEqual(1)
     const [row] = await w.t.client
       .execute({ sql: 'SELECT is_published FROM views WHERE id = ?', args: [view.id] })

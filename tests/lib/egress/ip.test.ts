@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { isIpLiteral, isPrivateAddress, nonPublicReason, parseIPv6 } from '../../src/connectors/shared/ip.ts'
+import { isIpLiteral, isPrivateAddress, nonPublicReason, parseIPv6 } from '../../../src/lib/egress/ip.ts'
 
 describe('nonPublicReason', () => {
   it.each([

@@ -1,4 +1,4 @@
-import { ConnectorError } from '../../types.ts'
+import { FormatError } from './errors.ts'
 
 /** Bytes as the parsers take them: a web stream (a file, a response body) or any async iterable. */
 export type ByteSource = ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>
@@ -39,19 +39,6 @@ export async function* byteChunks(source: ByteSource): AsyncGenerator<Uint8Array
   }
 }
 
-/**
- * Stops a byte source with `tooLarge()` once more than `maxBytes` arrived, so a limit holds even
- * when a file grows after it was measured.
- */
-export async function* limitBytes(source: ByteSource, maxBytes: number, tooLarge: () => Error): AsyncGenerator<Uint8Array> {
-  let size = 0
-  for await (const chunk of byteChunks(source)) {
-    size += chunk.byteLength
-    if (size > maxBytes) throw tooLarge()
-    yield chunk
-  }
-}
-
 const BOMS: { bytes: number[]; encoding: string }[] = [
   { bytes: [0xef, 0xbb, 0xbf], encoding: 'utf-8' },
   { bytes: [0xff, 0xfe], encoding: 'utf-16le' },
@@ -70,7 +57,7 @@ export async function* decodeText(
   options: { encoding?: string; signal?: AbortSignal } = {},
 ): AsyncGenerator<string> {
   const label = options.encoding ?? 'utf-8'
-  if (!isSupportedEncoding(label)) throw new ConnectorError(`Unknown text encoding '${label}'`)
+  if (!isSupportedEncoding(label)) throw new FormatError(`Unknown text encoding '${label}'`)
   let decoder: TextDecoder | undefined
   let head: Uint8Array = new Uint8Array(0)
   let offset = 0
@@ -78,7 +65,7 @@ export async function* decodeText(
     try {
       return decoder!.decode(bytes, { stream })
     } catch {
-      throw new ConnectorError(
+      throw new FormatError(
         `The file is not valid ${decoder!.encoding} text (invalid bytes after byte ${offset}); set encoding to the file's character set, e.g. "latin1"`,
       )
     }

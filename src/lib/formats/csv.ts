@@ -1,5 +1,5 @@
 import Papa from 'papaparse'
-import { ConnectorError } from '../../types.ts'
+import { FormatError } from './errors.ts'
 import { type ByteSource, decodeText } from './text.ts'
 
 export interface CsvOptions {
@@ -22,7 +22,7 @@ type Row = Record<string, unknown>
  * keyed by the header row (empty names become `column<N>`, repeated names `<name>_2`, …); without,
  * by `column1..N`. `skipRows` lines before the header row are dropped. Values stay text. Empty
  * lines are skipped. An unclosed quote, a malformed quote or a row with another number of fields
- * than the header is a ConnectorError naming the line.
+ * than the header is a FormatError naming the line.
  */
 export async function* csvBatches(
   stream: ByteSource,
@@ -74,7 +74,7 @@ export async function* csvBatches(
     const error = (result.errors as Papa.ParseError[]).find((e) => last || (e.row ?? 0) < rows.length)
     if (error) {
       const at = line + count(input.slice(0, error.index ?? 0), newline)
-      throw new ConnectorError(
+      throw new FormatError(
         error.code === 'MissingQuotes'
           ? `Malformed CSV: a quoted field opened on line ${at} is never closed`
           : `Malformed CSV on line ${at}: ${error.message.toLowerCase()}`,
@@ -88,7 +88,7 @@ export async function* csvBatches(
         continue
       }
       if (header && fields.length !== header.length) {
-        throw new ConnectorError(
+        throw new FormatError(
           `Malformed CSV on line ${lineOfRow(rows, k)}: ${fields.length} fields where the header has ${header.length}`,
         )
       }
@@ -102,7 +102,7 @@ export async function* csvBatches(
     pending = input.slice(consumed)
     baseIndex = 0
     if (pending.length > MAX_ROW_CHARS) {
-      throw new ConnectorError(
+      throw new FormatError(
         `Malformed CSV: the row starting on line ${line} is longer than ${MAX_ROW_CHARS} characters (an unclosed quote?)`,
       )
     }

@@ -4,8 +4,8 @@ import { basename, join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import ExcelJS from 'exceljs'
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
-import { cellValue, xlsxBatches } from '../../../src/connectors/shared/parse/xlsx.ts'
-import { ConnectorError } from '../../../src/connectors/types.ts'
+import { FormatError } from '../../../src/lib/formats/errors.ts'
+import { cellValue, xlsxBatches } from '../../../src/lib/formats/xlsx.ts'
 import { chunked, collect, failure, utf8 } from './helpers.ts'
 
 async function workbook(build: (wb: ExcelJS.Workbook) => void): Promise<Uint8Array> {
@@ -103,7 +103,7 @@ describe('xlsxBatches', () => {
 
   it('names the sheets there are when the configured one is missing', async () => {
     const err = await failure(xlsxBatches(chunked(await twoSheets(), 4096), { sheetName: 'Nope' }))
-    expect(err).toBeInstanceOf(ConnectorError)
+    expect(err).toBeInstanceOf(FormatError)
     expect(err.message).toBe("The workbook has no sheet named 'Nope'; its sheets are 'Patients', 'Labs'")
   })
 
@@ -116,7 +116,7 @@ describe('xlsxBatches', () => {
 
   it('refuses a file that is not a workbook, or a truncated one', async () => {
     const notZip = await failure(xlsxBatches(chunked(utf8('id,name\n1,Ada\n'.repeat(20))), {}))
-    expect(notZip).toBeInstanceOf(ConnectorError)
+    expect(notZip).toBeInstanceOf(FormatError)
     expect(notZip.message).toMatch(/^The file is not a readable xlsx workbook/)
     const bytes = await twoSheets()
     const cut = await failure(xlsxBatches(chunked(bytes.subarray(0, Math.floor(bytes.length / 2)), 1024), {}))

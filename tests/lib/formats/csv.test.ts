@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { csvBatches } from '../../../src/connectors/shared/parse/csv.ts'
-import { ConnectorError } from '../../../src/connectors/types.ts'
+import { csvBatches } from '../../../src/lib/formats/csv.ts'
+import { FormatError } from '../../../src/lib/formats/errors.ts'
 import { chunked, collect, failure, utf8 } from './helpers.ts'
 
 const rows = async (text: string, options: Parameters<typeof csvBatches>[1] = {}, chunk = 7) =>
@@ -55,13 +55,13 @@ describe('csvBatches', () => {
   it('refuses bytes that are not valid in the encoding instead of replacing them', async () => {
     const latin1 = new Uint8Array([0x6e, 0x0a, 0x4a, 0xfc, 0x72, 0x0a])
     const err = await failure(csvBatches(chunked(latin1), {}))
-    expect(err).toBeInstanceOf(ConnectorError)
+    expect(err).toBeInstanceOf(FormatError)
     expect(err.message).toMatch(/not valid utf-8 text.*encoding/)
   })
 
   it('names the line of a ragged row', async () => {
     const err = await failure(csvBatches(chunked(utf8('a,b\n1,2\n"x\ny",2\n3,4,5\n')), {}))
-    expect(err).toBeInstanceOf(ConnectorError)
+    expect(err).toBeInstanceOf(FormatError)
     expect(err.message).toBe('Malformed CSV on line 5: 3 fields where the header has 2')
   })
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createGuardedFetch } from '../../src/connectors/shared/guarded-fetch.ts'
-import { type FixtureServer, sendJson, startJsonServer } from '../helpers/servers.ts'
+import { EgressError } from '../../../src/lib/egress/errors.ts'
+import { checkOutboundUrl, createGuardedFetch } from '../../../src/lib/egress/guarded-fetch.ts'
+import { type FixtureServer, sendJson, startJsonServer } from '../../helpers/servers.ts'
 
 let server: FixtureServer
 let port: number
@@ -50,6 +51,9 @@ describe('createGuardedFetch', () => {
     ]) {
       await expect(guarded(url), url).rejects.toThrow(/Refusing to connect .*private network addresses are not allowed/)
     }
+    // Its own error, not a connector's: the guard also serves outbound webhooks.
+    await expect(guarded('http://10.0.0.1/')).rejects.toBeInstanceOf(EgressError)
+    await expect(checkOutboundUrl(new URL('ftp://example.org/'), { allowPrivate: true })).rejects.toBeInstanceOf(EgressError)
     expect(server.requests).toHaveLength(0)
   })
 

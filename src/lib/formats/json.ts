@@ -1,6 +1,6 @@
 import { Tokenizer, TokenParser } from '@streamparser/json'
-import { ConnectorError } from '../../types.ts'
-import { parsePath } from '../json-path.ts'
+import { FormatError } from './errors.ts'
+import { parsePath } from './json-path.ts'
 import { type ByteSource, decodeText } from './text.ts'
 
 export const DEFAULT_JSON_BATCH = 1000
@@ -14,7 +14,7 @@ export const toRecordData = (item: unknown): Row =>
 /**
  * The streamparser selector for a `jsonPath` (DATA-ENGINE: Paths). Without a wildcard the path
  * names the array whose elements are the records (`$.data` → `$.data.*`); with one, every match is
- * a record (`$.groups[*].patient`). Throws ConnectorError for keys the selector cannot express.
+ * a record (`$.groups[*].patient`). Throws FormatError for keys the selector cannot express.
  */
 export function recordSelector(jsonPath: string): { selector: string; arrayAtPath: boolean } {
   const steps = parsePath(jsonPath)
@@ -22,7 +22,7 @@ export function recordSelector(jsonPath: string): { selector: string; arrayAtPat
     if (s.kind === 'wildcard') return '*'
     if (s.kind === 'index') return String(s.index)
     if (s.key.includes('.') || s.key === '*') {
-      throw new ConnectorError(`jsonPath "${jsonPath}": the key "${s.key}" cannot be streamed (keys with "." or "*")`)
+      throw new FormatError(`jsonPath "${jsonPath}": the key "${s.key}" cannot be streamed (keys with "." or "*")`)
     }
     return s.key
   })
@@ -36,7 +36,7 @@ export function recordSelector(jsonPath: string): { selector: string; arrayAtPat
  * top-level array, the records at `jsonPath`, or NDJSON — several top-level values separated by
  * whitespace, each one record (a lone object is one record). `jsonPath` applies to each NDJSON
  * value too. Only the records of the current chunk are held, never the whole document (a lone
- * top-level object is the exception: it is one record). Malformed JSON is a ConnectorError with
+ * top-level object is the exception: it is one record). Malformed JSON is a FormatError with
  * its line and byte offset.
  */
 export async function* jsonBatches(
@@ -59,15 +59,15 @@ export async function* jsonBatches(
     return n
   }
   const fail = (err: unknown): never => {
-    if (err instanceof ConnectorError) throw err
+    if (err instanceof FormatError) throw err
     const message = err instanceof Error ? err.message : String(err)
     if (/ended in (the )?mid/.test(message)) {
-      throw new ConnectorError('Malformed JSON: the file ends in the middle of a value (truncated or unclosed)')
+      throw new FormatError('Malformed JSON: the file ends in the middle of a value (truncated or unclosed)')
     }
     const at = /absolute position "(\d+)"/.exec(message)
     const offset = at ? Number(at[1]) : tokenOffset
     const what = /Unexpected (?:\w+ \()?("[^"]*"|\S+)/.exec(message)?.[1] ?? 'input'
-    throw new ConnectorError(`Malformed JSON on line ${lineAt(offset)} (byte ${offset}): unexpected ${what}`)
+    throw new FormatError(`Malformed JSON on line ${lineAt(offset)} (byte ${offset}): unexpected ${what}`)
   }
 
   const open = (firstChar: string) => {
@@ -88,7 +88,7 @@ export async function* jsonBatches(
     tokens.onError = (err) => tokenizer.error(err)
     tokens.onValue = ({ value, parent }) => {
       if (arrayAtPath && !Array.isArray(parent)) {
-        throw new ConnectorError(`jsonPath "${options.jsonPath}" points to an object in the file, not an array`)
+        throw new FormatError(`jsonPath "${options.jsonPath}" points to an object in the file, not an array`)
       }
       ready.push(toRecordData(value))
     }

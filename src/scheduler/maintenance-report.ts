@@ -1,8 +1,8 @@
 /**
- * What one scheduler step did. A module of its own, without imports, so the package's public
+ * What one maintenance tick (the scheduler's step) did. A module of its own, without imports, so the package's public
  * declarations (src/index.ts) can name it without reaching the database types.
  */
-export interface DueSyncsReport {
+export interface MaintenanceReport {
   recovered: number
   /** Rows rewritten by recomputing panels left stale (a restart during a background recompute, Workers). */
   recomputed: number

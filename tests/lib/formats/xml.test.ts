@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { xmlBatches, xmlRecords } from '../../../src/connectors/shared/parse/xml.ts'
-import { ConnectorError } from '../../../src/connectors/types.ts'
+import { FormatError } from '../../../src/lib/formats/errors.ts'
+import { xmlBatches, xmlRecords } from '../../../src/lib/formats/xml.ts'
 import { chunked, collect, failure, utf8 } from './helpers.ts'
 
 const PATIENTS = `<?xml version="1.0" encoding="UTF-8"?>
@@ -39,7 +39,7 @@ describe('xmlRecords', () => {
     } catch (e) {
       err = e
     }
-    expect(err).toBeInstanceOf(ConnectorError)
+    expect(err).toBeInstanceOf(FormatError)
     expect((err as Error).message).toMatch(/^Malformed XML on line 3, column \d+: .*closing tag/)
   })
 })

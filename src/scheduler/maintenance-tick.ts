@@ -9,19 +9,21 @@ import { pruneEvents } from '../modules/events/events.retention.ts'
 import { deliverDueWebhooks } from '../modules/subscriptions/subscriptions.queue.ts'
 import { expireDuePublications } from '../modules/views/views.expiry.ts'
 import { recomputeStalePanels } from '../rowstore/materialise.ts'
-import type { DueSyncsReport } from './due-syncs-report.ts'
+import type { MaintenanceReport } from './maintenance-report.ts'
 
-export type { DueSyncsReport }
+export type { MaintenanceReport }
 
 /**
- * The scheduler's one step, shared by the interval loop (Node, Deno) and the cron trigger
- * (Workers): sends the outbound webhook deliveries that are due, recovers syncs whose lease ran out, runs the sources whose `nextSyncAt` is due, one
- * after another, oldest first, at most `limit` per call, then recomputes panels left stale, ends
- * publications past their expiry and deletes expired access records (a bounded batch per step). A
- * source another runner holds is skipped (its lease decides). Sources of deleted panels are never run.
+ * The maintenance tick: the scheduler's one step, shared by the interval loop (Node, Deno) and the
+ * cron trigger (Workers). Its seven jobs, in order: sends the outbound webhook deliveries that are
+ * due; recovers syncs whose lease ran out; runs the sources whose `nextSyncAt` is due, one after
+ * another, oldest first, at most `limit` per call; recomputes panels left stale; ends publications
+ * past their expiry; deletes expired access records and change-feed events (a bounded batch per
+ * step). A source another runner holds is skipped (its lease decides). Sources of deleted panels are
+ * never run.
  */
-export async function runDueSyncs(deps: Deps, now: Date = deps.clock.now(), limit = 20): Promise<DueSyncsReport> {
-  const report: DueSyncsReport = {
+export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(), limit = 20): Promise<MaintenanceReport> {
+  const report: MaintenanceReport = {
     recovered: 0,
     recomputed: 0,
     expired: 0,

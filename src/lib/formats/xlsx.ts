@@ -1,5 +1,5 @@
-import { ConnectorError } from '../../types.ts'
 import { headerNames } from './csv.ts'
+import { FormatError } from './errors.ts'
 import { type ByteSource, byteChunks } from './text.ts'
 
 export const DEFAULT_XLSX_BATCH = 1000
@@ -58,7 +58,8 @@ export function cellValue(value: unknown): unknown {
  * the first. exceljs reads Node streams only, so the web byte stream is handed to its zip reader
  * through a minimal `pipe()` adapter (backpressure kept); worksheets stored before the shared
  * strings in the zip are spooled by exceljs to temporary files (the `tmp` package, in the OS temp
- * directory). A file that is not a readable workbook, or a missing sheet, is a ConnectorError.
+ * directory). A file that is not a readable workbook, or a missing sheet, is a FormatError; an
+ * error of the byte source itself (a caller's size limit) is passed on as it is.
  *
  * Two races inside exceljs are closed here. The zip parser's premature 'end' is held back (see
  * `holdEndUntilRead`), so no part stored after a spooled worksheet is lost. And every worksheet
@@ -72,6 +73,7 @@ export async function* xlsxBatches(stream: ByteSource, options: XlsxOptions = {}
   let target: PipeTarget | undefined
   let stopped = false
   let sourceRead = false
+  let sourceError: unknown
   const input = {
     pipe(dest: PipeTarget) {
       target = dest
@@ -90,6 +92,7 @@ export async function* xlsxBatches(stream: ByteSource, options: XlsxOptions = {}
           sourceRead = true
           dest.end()
         } catch (err) {
+          sourceError = err
           dest.destroy(err instanceof Error ? err : new Error(String(err)))
         }
       })()
@@ -137,9 +140,10 @@ export async function* xlsxBatches(stream: ByteSource, options: XlsxOptions = {}
       break
     }
   } catch (err) {
-    if (err instanceof ConnectorError || options.signal?.aborted) throw err
+    // The byte source's own refusal (e.g. a caller's size limit) is passed on as it is.
+    if (err instanceof FormatError || err === sourceError || options.signal?.aborted) throw err
     const why = err instanceof Error ? err.message : String(err)
-    throw new ConnectorError(`The file is not a readable xlsx workbook (${why})`)
+    throw new FormatError(`The file is not a readable xlsx workbook (${why})`)
   } finally {
     // The rest of the workbook is gone through only so that exceljs deletes its temporary files (its
     // failures no longer matter): after the sheet is read, or when the caller stopped early once the
@@ -153,7 +157,7 @@ export async function* xlsxBatches(stream: ByteSource, options: XlsxOptions = {}
   }
   if (!found) {
     const wanted = options.sheetName !== undefined ? `named '${options.sheetName}'` : `at index ${options.sheetIndex ?? 0}`
-    throw new ConnectorError(
+    throw new FormatError(
       seen.length === 0
         ? 'The file is not a readable xlsx workbook (no worksheets found)'
         : `The workbook has no sheet ${wanted}; its sheets are ${seen.map((s) => `'${s}'`).join(', ')}`,
@@ -208,7 +212,7 @@ async function loadExceljs() {
     if (!lib.stream?.xlsx?.WorkbookReader) throw new Error('no streaming reader')
     return lib
   } catch {
-    throw new ConnectorError('Excel files cannot be read on this runtime (the exceljs library is unavailable)')
+    throw new FormatError('Excel files cannot be read on this runtime (the exceljs library is unavailable)')
   }
 }
 

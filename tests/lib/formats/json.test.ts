@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { jsonBatches, recordSelector } from '../../../src/connectors/shared/parse/json.ts'
-import { ConnectorError } from '../../../src/connectors/types.ts'
+import { FormatError } from '../../../src/lib/formats/errors.ts'
+import { jsonBatches, recordSelector } from '../../../src/lib/formats/json.ts'
 import { chunked, collect, failure, utf8 } from './helpers.ts'
 
 const records = async (text: string, options: Parameters<typeof jsonBatches>[1] = {}) =>
@@ -56,7 +56,7 @@ describe('jsonBatches', () => {
 
   it('names the line and byte of a syntax error', async () => {
     const err = await failure(jsonBatches(chunked(utf8('[{"a":1},\n{"a":2},\n{"a":}]'))))
-    expect(err).toBeInstanceOf(ConnectorError)
+    expect(err).toBeInstanceOf(FormatError)
     expect(err.message).toBe('Malformed JSON on line 3 (byte 24): unexpected "}"')
   })
 

@@ -1,5 +1,5 @@
 /**
- * The Swagger UI files `/docs` loads (docs-assets.ts serves them) and how a runtime hands them
+ * The Swagger UI files `/docs` loads (src/http/docs-assets.ts serves them) and how a runtime hands them
  * over (`Deps.docsAssets`): a leaf, so the deps can name the type without importing the HTTP layer.
  */
 

@@ -1,6 +1,8 @@
-import type { ResolveHost } from '../../deps.ts'
-import { ConnectorError } from '../types.ts'
+import { EgressError } from './errors.ts'
 import { isIpLiteral, nonPublicReason } from './ip.ts'
+
+/** The runtime's DNS lookup: the addresses a host name resolves to. */
+export type ResolveHost = (hostname: string) => Promise<string[]>
 
 export const MAX_REDIRECTS = 5
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
@@ -22,18 +24,18 @@ export interface GuardedFetchOptions {
 export type GuardedFetch = (input: string | URL, init?: RequestInit) => Promise<Response>
 
 const refuse = (host: string, reason: string, purpose = 'data sources') =>
-  new ConnectorError(
+  new EgressError(
     `Refusing to connect to ${host}: it is a ${reason} address, and private network addresses are not allowed for ${purpose} (ALLOW_PRIVATE_NETWORK_SOURCES=false)`,
   )
 
 /**
  * The guard's check of one URL without fetching it (the same rules as every hop of a guarded
- * fetch): throws a ConnectorError naming why the URL is refused. Used to validate a URL when it is
+ * fetch): throws an EgressError naming why the URL is refused. Used to validate a URL when it is
  * stored (outbound webhook subscriptions) as well as when it is called.
  */
 export async function checkOutboundUrl(url: URL, options: Omit<GuardedFetchOptions, 'fetch' | 'followRedirects'>) {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ConnectorError(`Only http and https URLs are allowed, not ${url.protocol.replace(/:$/, '')}`)
+    throw new EgressError(`Only http and https URLs are allowed, not ${url.protocol.replace(/:$/, '')}`)
   }
   if (options.allowPrivate) return
   const host = url.hostname.replace(/\.$/, '').toLowerCase()
@@ -48,7 +50,7 @@ export async function checkOutboundUrl(url: URL, options: Omit<GuardedFetchOptio
   try {
     addresses = await options.resolveHost(host)
   } catch {
-    throw new ConnectorError(`Could not resolve host ${host}`)
+    throw new EgressError(`Could not resolve host ${host}`)
   }
   for (const address of addresses) {
     const reason = nonPublicReason(address)
@@ -72,7 +74,7 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
     try {
       url = new URL(String(input))
     } catch {
-      throw new ConnectorError(`Invalid URL: ${String(input).slice(0, 200)}`)
+      throw new EgressError(`Invalid URL: ${String(input).slice(0, 200)}`)
     }
     let method = (init.method ?? 'GET').toUpperCase()
     let body = init.body
@@ -83,7 +85,7 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
       const location = res.headers.get('location')
       if (!REDIRECT_STATUSES.has(res.status) || !location || options.followRedirects === false) return res
       await res.body?.cancel().catch(() => {})
-      if (hop >= MAX_REDIRECTS) throw new ConnectorError(`Too many redirects (more than ${MAX_REDIRECTS})`)
+      if (hop >= MAX_REDIRECTS) throw new EgressError(`Too many redirects (more than ${MAX_REDIRECTS})`)
       const next = new URL(location, url)
       if (res.status === 303 || ((res.status === 301 || res.status === 302) && method === 'POST')) {
         method = 'GET'

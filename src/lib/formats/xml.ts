@@ -1,6 +1,6 @@
 import { XMLParser, XMLValidator } from 'fast-xml-parser'
-import { ConnectorError } from '../../types.ts'
-import { evaluatePath } from '../json-path.ts'
+import { FormatError } from './errors.ts'
+import { evaluatePath } from './json-path.ts'
 import { type ByteSource, readText } from './text.ts'
 
 export const ATTRIBUTE_PREFIX = '@'
@@ -32,27 +32,27 @@ const elementNames = (o: Row) => Object.keys(o).filter((k) => !k.startsWith(ATTR
  * The records of an XML document (DATA-ENGINE: Files): the elements at `recordPath` (the JSONPath
  * subset over the parsed document, root element included, e.g. `patients.patient`), else the
  * repeated children of the root element. Attributes are kept with an `@` prefix, an element's
- * text beside attributes as `#text`; values stay text. Malformed XML is a ConnectorError with its
+ * text beside attributes as `#text`; values stay text. Malformed XML is a FormatError with its
  * line and column.
  */
 export function xmlRecords(text: string, options: { recordPath?: string } = {}): Row[] {
   const valid = XMLValidator.validate(text)
   if (valid !== true) {
-    throw new ConnectorError(`Malformed XML on line ${valid.err.line}, column ${valid.err.col}: ${valid.err.msg}`)
+    throw new FormatError(`Malformed XML on line ${valid.err.line}, column ${valid.err.col}: ${valid.err.msg}`)
   }
   let doc: Row
   try {
     doc = parser.parse(text) as Row
   } catch (err) {
-    throw new ConnectorError(`XML could not be read: ${err instanceof Error ? err.message : String(err)}`)
+    throw new FormatError(`XML could not be read: ${err instanceof Error ? err.message : String(err)}`)
   }
   if (options.recordPath) {
     const value = evaluatePath(doc, options.recordPath)
-    if (value === undefined) throw new ConnectorError(`Record path "${options.recordPath}" matches nothing in the XML document`)
+    if (value === undefined) throw new FormatError(`Record path "${options.recordPath}" matches nothing in the XML document`)
     return (Array.isArray(value) ? value : [value]).map(asRecord)
   }
   const roots = elementNames(doc)
-  if (roots.length !== 1) throw new ConnectorError('The XML document has no root element')
+  if (roots.length !== 1) throw new FormatError('The XML document has no root element')
   const root = doc[roots[0]]
   if (!isObject(root)) return []
   const children = elementNames(root)
@@ -60,7 +60,7 @@ export function xmlRecords(text: string, options: { recordPath?: string } = {}):
   const repeated = children.filter((name) => Array.isArray(root[name]))
   const pick = children.length === 1 ? children : repeated
   if (pick.length !== 1) {
-    throw new ConnectorError(
+    throw new FormatError(
       `The XML root <${roots[0]}> has ${pick.length === 0 ? 'no repeated' : 'several repeated'} child elements (${children.join(', ')}); set jsonPath to the records, e.g. "${roots[0]}.${children[0]}"`,
     )
   }
@@ -81,7 +81,7 @@ export async function* xmlBatches(
     ...options,
     maxChars,
     tooLarge: () =>
-      new ConnectorError(
+      new FormatError(
         `XML files are read whole and this one is larger than ${maxChars / (1024 * 1024)} Mi characters; convert it to CSV or NDJSON`,
       ),
   })

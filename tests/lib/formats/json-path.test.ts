@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { evaluatePath, isValidPath, parsePath } from '../../src/connectors/shared/json-path.ts'
+import { evaluatePath, isValidPath, parsePath } from '../../../src/lib/formats/json-path.ts'
 
 const doc = { $weird: 7, a: { b: [{ c: 1, d: { e: 'x' } }, { c: 2 }], 'odd key': 5 }, list: [[1, 2], [3]] }
 
