@@ -1,16 +1,16 @@
-import { and, eq, lt, sql } from 'drizzle-orm'
+import { and, eq, is, SQL, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
 import { dataSources, records, syncRuns } from '../../db/schema.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { appendEvents } from '../../rowstore/events.ts'
-import { generationSwitchIdentities } from '../../rowstore/identities.ts'
-import { membershipStatements } from '../../rowstore/membership.ts'
-import { loadPanelMembership } from '../../rowstore/membership-plan.ts'
-import { type Counts, syncWrite } from '../../rowstore/sync-write.ts'
+import { countRemovedKeys } from '../../rowstore/records.ts'
+import { switchGeneration } from '../../rowstore/write.ts'
 import { changeInsert } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import { nextSyncAt } from './datasources.schedule.ts'
 import { type DataSourceRow, type SyncRunRow, toSyncRunDto } from './datasources.schemas.ts'
+import { heldBy, RELEASED, stillLeased } from './datasources.sync-lease.ts'
+import { type Counts, syncWrite } from './datasources.sync-read.ts'
 
 /**
  * The end of a sync run (DATA-ENGINE: Sync lifecycle), in one batch each: success switches the
@@ -44,7 +44,6 @@ export async function finish(
   options: { notify?: boolean } = {},
 ): Promise<SyncOutcome> {
   const now = isoNow(ctx.clock)
-  const generation = incremental ? source.currentGeneration : run.generation
   const cut = counts.truncated.length > 0 ? ` (stopped early: ${counts.truncated.join('; ')})` : ''
   const message = `${counts.rowsWritten} records synchronised from ${source.type} source${cut}`
   const ended: Partial<SyncRunRow> = {
@@ -57,67 +56,55 @@ export async function finish(
     truncated: counts.truncated.length > 0,
     error: counts.truncated.length > 0 ? `Stopped early: ${counts.truncated.join('; ')}` : null,
   }
-  // The lifecycle's own statements: the source switched and released, the SYNC change, the notice.
-  const switched = ctx.db
-    .update(dataSources)
-    .set({
-      currentGeneration: generation,
-      syncStatus: 'success',
-      lastSyncAt: now,
-      nextSyncAt: nextSyncAt(source.config, ctx.clock.now()),
-      errorMessage: null,
-      leaseRunId: null,
-      leaseExpiresAt: null,
-      generationDigest: incremental ? null : (digest ?? null),
-    })
-    .where(and(eq(dataSources.id, source.id), eq(dataSources.leaseRunId, run.id)))
-  const change = changeInsert(ctx, {
-    panelId: source.panelId,
-    entityType: 'DataSource',
-    entityId: source.id,
-    action: 'SYNC',
-    changes: {
-      recordsProcessed: { newValue: counts.rowsWritten },
-      syncStatus: { oldValue: source.syncStatus, newValue: 'success' },
-    },
-  })
-  const notice = options.notify
-    ? [notifyViewOwners(ctx, { panelId: source.panelId, type: 'DATA_CHANGED', impact: 'info', message })]
-    : []
-  // The row store's: identities, membership and events of the switch, in the same batch.
-  const leased = sql`EXISTS (SELECT 1 FROM data_sources WHERE id = ${source.id} AND lease_run_id = ${run.id})`
-  const write = syncWrite(ctx, source, run, now)
-  const membership = incremental
-    ? undefined
-    : membershipStatements(await loadPanelMembership(ctx.db, source.tenantId, source.panelId), write)
-  // Rows with the digest of the visible generation's are those rows: nothing to compare.
-  const unchanged = digest !== undefined && source.generationDigest === digest
-  const identities =
-    incremental || unchanged ? [] : generationSwitchIdentities(write, source.id, source.currentGeneration, run.generation, leased)
-  await ctx.db.batch([
-    ...[...(membership?.before ?? []), ...identities].map((q) => ctx.db.run(q)),
-    switched,
-    ...(membership?.after ?? []).map((q) => ctx.db.run(q)),
+  // The lifecycle's own statements: the source released, the run ended with `sync.completed`, the
+  // SYNC change, the notice. A full sync's switch is the row store's (rowstore/write.ts), before them.
+  const lifecycle = [
     ctx.db
-      .delete(records)
-      .where(
-        and(
-          eq(records.dataSourceId, source.id),
-          lt(records.generation, generation),
-          sql`(SELECT current_generation FROM data_sources WHERE id = ${source.id}) = ${generation}`,
-        ),
-      ),
+      .update(dataSources)
+      .set({
+        syncStatus: 'success',
+        lastSyncAt: now,
+        nextSyncAt: nextSyncAt(source.config, ctx.clock.now()),
+        errorMessage: null,
+        ...RELEASED,
+        ...(incremental ? { generationDigest: null } : {}),
+      })
+      .where(heldBy(run)),
     ...appendEvents(
       source.tenantId,
       [{ type: 'sync.completed', panelId: source.panelId, dataSourceId: source.id, data: toSyncRunDto({ ...run, ...ended }) }],
       now,
       sql`EXISTS (SELECT 1 FROM sync_runs WHERE id = ${run.id} AND status = 'syncing')`,
-    ).map((q) => ctx.db.run(q)),
+    ),
     ctx.db.update(syncRuns).set(ended).where(eq(syncRuns.id, run.id)),
-    change,
-    ...notice,
-  ] as unknown as Parameters<typeof ctx.db.batch>[0])
-  ctx.live.committed(source.tenantId)
+    changeInsert(ctx, {
+      panelId: source.panelId,
+      entityType: 'DataSource',
+      entityId: source.id,
+      action: 'SYNC',
+      changes: {
+        recordsProcessed: { newValue: counts.rowsWritten },
+        syncStatus: { oldValue: source.syncStatus, newValue: 'success' },
+      },
+    }),
+    ...(options.notify
+      ? [notifyViewOwners(ctx, { panelId: source.panelId, type: 'DATA_CHANGED', impact: 'info', message })]
+      : []),
+  ]
+  if (incremental) {
+    // An incremental run's rows and events committed with its batches: its end is the lifecycle's.
+    await ctx.db.batch(lifecycle.map((q) => (is(q, SQL) ? ctx.db.run(q) : q)) as unknown as Parameters<typeof ctx.db.batch>[0])
+    ctx.live.committed(source.tenantId)
+  } else {
+    await switchGeneration(ctx, {
+      source,
+      to: run.generation,
+      write: syncWrite(ctx, source, run, now),
+      digest,
+      when: stillLeased(run),
+      with: lifecycle,
+    })
+  }
   return outcome(ctx, source, run, counts.rowsWritten, message)
 }
 
@@ -156,10 +143,9 @@ export async function fail(
         syncStatus: status,
         errorMessage: status === 'error' ? error : null,
         nextSyncAt: nextSyncAt(source.config, ctx.clock.now()),
-        leaseRunId: null,
-        leaseExpiresAt: null,
+        ...RELEASED,
       })
-      .where(and(eq(dataSources.id, source.id), eq(dataSources.leaseRunId, run.id))),
+      .where(heldBy(run)),
     ctx.db.update(syncRuns).set(ended).where(eq(syncRuns.id, run.id)),
     changeInsert(ctx, {
       panelId: source.panelId,
@@ -186,4 +172,19 @@ export async function outcome(
     ctx.db.select().from(syncRuns).where(eq(syncRuns.id, run.id)),
   ])
   return { source: fresh ?? source, run: finished ?? run, recordsProcessed, message }
+}
+
+/**
+ * A full sync's (or a webhook snapshot's) counts from what its generation holds (rows sharing a
+ * key are one record: the last read wins): written = its records, deleted = the keys it lacks.
+ */
+export async function countGeneration(db: ServiceContext['db'], sourceId: number, generation: number, counts: Counts) {
+  const [[removed], [written]] = await db.batch([
+    db.all<{ n: number }>(countRemovedKeys(sourceId, generation)),
+    db.all<{ n: number }>(
+      sql`SELECT count(*) AS n FROM records WHERE data_source_id = ${sourceId} AND generation = ${generation}`,
+    ),
+  ])
+  counts.rowsDeleted = Number(removed?.n ?? 0)
+  counts.rowsWritten = Number(written?.n ?? 0)
 }
