@@ -1,24 +1,45 @@
 import { and, eq, is, SQL, sql } from 'drizzle-orm'
+import { ConnectorError } from '../../connectors/types.ts'
 import type { ServiceContext } from '../../context.ts'
 import { dataSources, records, syncRuns } from '../../db/schema.ts'
 import { isoNow } from '../../lib/clock.ts'
+import { FileAccessError } from '../../lib/files.ts'
 import { appendEvents } from '../../rowstore/events.ts'
 import { countRemovedKeys } from '../../rowstore/records.ts'
-import { switchGeneration } from '../../rowstore/write.ts'
+import { type RowWrite, rowWrite, switchGeneration } from '../../rowstore/write.ts'
 import { changeInsert } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import { nextSyncAt } from './datasources.schedule.ts'
 import { type DataSourceRow, type SyncRunRow, toSyncRunDto } from './datasources.schemas.ts'
-import { heldBy, RELEASED, stillLeased } from './datasources.sync-lease.ts'
-import { type Counts, syncWrite } from './datasources.sync-read.ts'
+import { SecretUnavailableError } from './datasources.secrets.ts'
+import {
+  heldBy,
+  INTERRUPTED,
+  RELEASED,
+  recoverInterruptedSyncs,
+  SyncCancelled,
+  SyncInterrupted,
+  stillLeased,
+} from './datasources.sync-lease.ts'
 
 /**
  * The end of a sync run (DATA-ENGINE: Sync lifecycle), in one batch each: success switches the
  * generation (full) with its membership step (the views' `row.*` events, `panel.rows_changed`,
  * the view owners' notices), records the SYNC change and appends `sync.completed`; failure or
  * cancellation drops a full sync's partial generation, so readers keep the previous one, and
- * appends `sync.failed` — no row moved, no row event (LIVE.md).
+ * appends `sync.failed` — no row moved, no row event (LIVE.md). A run stopped by a stopping
+ * service is handed back as after a crash. Webhook deliveries end their runs here too.
  */
+
+/** What a run read and wrote, as its sync run reports it. */
+export interface Counts {
+  rowsRead: number
+  rowsWritten: number
+  rowsDeleted: number
+  truncated: string[]
+}
+
+export const newCounts = (): Counts => ({ rowsRead: 0, rowsWritten: 0, rowsDeleted: 0, truncated: [] })
 
 export interface SyncOutcome {
   source: DataSourceRow
@@ -56,42 +77,41 @@ export async function finish(
     truncated: counts.truncated.length > 0,
     error: counts.truncated.length > 0 ? `Stopped early: ${counts.truncated.join('; ')}` : null,
   }
-  // The lifecycle's own statements: the source released, the run ended with `sync.completed`, the
-  // SYNC change, the notice. A full sync's switch is the row store's (rowstore/write.ts), before them.
+  // The lifecycle's own statements: the source released, the run ended, the SYNC change, the
+  // notice, and `sync.completed`. A full sync's switch is the row store's (rowstore/write.ts), before them.
+  const released = ctx.db
+    .update(dataSources)
+    .set({
+      syncStatus: 'success',
+      lastSyncAt: now,
+      nextSyncAt: nextSyncAt(source.config, ctx.clock.now()),
+      errorMessage: null,
+      ...RELEASED,
+      ...(incremental ? { generationDigest: null } : {}),
+    })
+    .where(heldBy(run))
+  const change = changeInsert(ctx, {
+    panelId: source.panelId,
+    entityType: 'DataSource',
+    entityId: source.id,
+    action: 'SYNC',
+    changes: {
+      recordsProcessed: { newValue: counts.rowsWritten },
+      syncStatus: { oldValue: source.syncStatus, newValue: 'success' },
+    },
+  })
+  const notice = options.notify
+    ? [notifyViewOwners(ctx, { panelId: source.panelId, type: 'DATA_CHANGED', impact: 'info', message })]
+    : []
+  const write = incremental ? undefined : syncWrite(ctx, source, run, now)
   const lifecycle = [
-    ctx.db
-      .update(dataSources)
-      .set({
-        syncStatus: 'success',
-        lastSyncAt: now,
-        nextSyncAt: nextSyncAt(source.config, ctx.clock.now()),
-        errorMessage: null,
-        ...RELEASED,
-        ...(incremental ? { generationDigest: null } : {}),
-      })
-      .where(heldBy(run)),
-    ...appendEvents(
-      source.tenantId,
-      [{ type: 'sync.completed', panelId: source.panelId, dataSourceId: source.id, data: toSyncRunDto({ ...run, ...ended }) }],
-      now,
-      sql`EXISTS (SELECT 1 FROM sync_runs WHERE id = ${run.id} AND status = 'syncing')`,
-    ),
+    released,
+    ...runEvent(source, run, 'sync.completed', ended, now),
     ctx.db.update(syncRuns).set(ended).where(eq(syncRuns.id, run.id)),
-    changeInsert(ctx, {
-      panelId: source.panelId,
-      entityType: 'DataSource',
-      entityId: source.id,
-      action: 'SYNC',
-      changes: {
-        recordsProcessed: { newValue: counts.rowsWritten },
-        syncStatus: { oldValue: source.syncStatus, newValue: 'success' },
-      },
-    }),
-    ...(options.notify
-      ? [notifyViewOwners(ctx, { panelId: source.panelId, type: 'DATA_CHANGED', impact: 'info', message })]
-      : []),
+    change,
+    ...notice,
   ]
-  if (incremental) {
+  if (!write) {
     // An incremental run's rows and events committed with its batches: its end is the lifecycle's.
     await ctx.db.batch(lifecycle.map((q) => (is(q, SQL) ? ctx.db.run(q) : q)) as unknown as Parameters<typeof ctx.db.batch>[0])
     ctx.live.committed(source.tenantId)
@@ -99,7 +119,7 @@ export async function finish(
     await switchGeneration(ctx, {
       source,
       to: run.generation,
-      write: syncWrite(ctx, source, run, now),
+      write,
       digest,
       when: stillLeased(run),
       with: lifecycle,
@@ -129,34 +149,59 @@ export async function fail(
     rowsWritten: incremental ? counts.rowsWritten : 0,
     rowsDeleted: incremental ? counts.rowsDeleted : 0,
   }
+  const change = changeInsert(ctx, {
+    panelId: source.panelId,
+    entityType: 'DataSource',
+    entityId: source.id,
+    action: 'SYNC',
+    changes: { syncStatus: { oldValue: source.syncStatus, newValue: status }, errorMessage: { newValue: error } },
+  })
+  const released = ctx.db
+    .update(dataSources)
+    .set({
+      syncStatus: status,
+      errorMessage: status === 'error' ? error : null,
+      nextSyncAt: nextSyncAt(source.config, ctx.clock.now()),
+      ...RELEASED,
+    })
+    .where(heldBy(run))
   await ctx.db.batch([
     ...dropPartial,
-    ...appendEvents(
-      source.tenantId,
-      [{ type: 'sync.failed', panelId: source.panelId, dataSourceId: source.id, data: toSyncRunDto({ ...run, ...ended }) }],
-      now,
-      sql`EXISTS (SELECT 1 FROM sync_runs WHERE id = ${run.id} AND status = 'syncing')`,
-    ).map((q) => ctx.db.run(q)),
-    ctx.db
-      .update(dataSources)
-      .set({
-        syncStatus: status,
-        errorMessage: status === 'error' ? error : null,
-        nextSyncAt: nextSyncAt(source.config, ctx.clock.now()),
-        ...RELEASED,
-      })
-      .where(heldBy(run)),
+    ...runEvent(source, run, 'sync.failed', ended, now).map((q) => ctx.db.run(q)),
+    released,
     ctx.db.update(syncRuns).set(ended).where(eq(syncRuns.id, run.id)),
-    changeInsert(ctx, {
-      panelId: source.panelId,
-      entityType: 'DataSource',
-      entityId: source.id,
-      action: 'SYNC',
-      changes: { syncStatus: { oldValue: source.syncStatus, newValue: status }, errorMessage: { newValue: error } },
-    }),
+    change,
   ] as unknown as Parameters<typeof ctx.db.batch>[0])
   ctx.live.committed(source.tenantId)
   return outcome(ctx, source, run, 0, status === 'cancelled' ? error : `Synchronisation failed: ${error}`)
+}
+
+/**
+ * A run that did not finish: handed back when the service is stopping (as after a crash: the run
+ * in error "interrupted", the source due again, the partial generation left for the next run to
+ * clear), else cancelled or failed with a message safe to show.
+ */
+export async function failed(ctx: ServiceContext, run: Ended, err: unknown, durationMs: number): Promise<SyncOutcome> {
+  if (err instanceof SyncInterrupted) {
+    await recoverInterruptedSyncs(ctx.db, ctx.clock.now(), { runId: run.run.id })
+    ctx.log.warn('sync handed back', { dataSourceId: run.source.id, runId: run.run.id, rowsRead: run.counts.rowsRead })
+    return outcome(ctx, run.source, run.run, 0, INTERRUPTED)
+  }
+  if (err instanceof SyncCancelled) return fail(ctx, run, 'cancelled', 'Synchronisation cancelled', durationMs)
+  return fail(ctx, run, 'error', errorMessageOf(ctx, run, err), durationMs)
+}
+
+/** The write of a sync run's rows (its batches, or its switch): actor and cause of the membership step. */
+export function syncWrite(ctx: ServiceContext, source: DataSourceRow, run: SyncRunRow, at: string): RowWrite {
+  return rowWrite({
+    tenantId: source.tenantId,
+    panelId: source.panelId,
+    actorId: ctx.scope.userId,
+    cause: run.trigger === 'webhook' ? 'webhook' : 'sync',
+    eventKey: `sync:${run.id}`,
+    at,
+    dataSourceId: source.id,
+  })
 }
 
 /** The outcome of an ended run, with the source and run as stored now. */
@@ -187,4 +232,32 @@ export async function countGeneration(db: ServiceContext['db'], sourceId: number
   ])
   counts.rowsDeleted = Number(removed?.n ?? 0)
   counts.rowsWritten = Number(written?.n ?? 0)
+}
+
+// --- Internal helpers ---
+
+/** `sync.completed` or `sync.failed` with the run as it ends, appended only while the run is still open. */
+const runEvent = (
+  source: DataSourceRow,
+  run: SyncRunRow,
+  type: 'sync.completed' | 'sync.failed',
+  ended: Partial<SyncRunRow>,
+  now: string,
+) =>
+  appendEvents(
+    source.tenantId,
+    [{ type, panelId: source.panelId, dataSourceId: source.id, data: toSyncRunDto({ ...run, ...ended }) }],
+    now,
+    sql`EXISTS (SELECT 1 FROM sync_runs WHERE id = ${run.id} AND status = 'syncing')`,
+  )
+
+function errorMessageOf(ctx: ServiceContext, { source, run }: Ended, err: unknown): string {
+  if (err instanceof ConnectorError || err instanceof SecretUnavailableError || err instanceof FileAccessError) return err.message
+  ctx.log.error('sync failed unexpectedly', {
+    requestId: ctx.meta.requestId,
+    dataSourceId: source.id,
+    runId: run.id,
+    error: err instanceof Error ? err.message : String(err),
+  })
+  return `Synchronisation failed because of an internal error (request ${ctx.meta.requestId})`
 }

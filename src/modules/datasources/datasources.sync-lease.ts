@@ -8,15 +8,21 @@ import { type DataSourceRow, type SyncRunRow, toSyncRunDto } from './datasources
 
 /**
  * A source's lease (DATA-ENGINE: Sync lifecycle): the one place that takes, renews, checks and
- * releases it, and recovers sources whose lease ran out. The lease stops two runners syncing a
- * source at once (two processes, or a request and the scheduler); a pulled sync and a webhook
- * snapshot hold it alike, each for its own duration.
+ * releases it, and recovers sources whose lease ran out; with the two ways a run holding it is
+ * stopped early (a cancel, a stopping service). The lease stops two runners syncing a source at
+ * once (two processes, or a request and the scheduler); a pulled sync and a webhook snapshot hold
+ * it alike, each for its own duration.
  */
 
 /** How long a pulled sync's lease holds without a sign of life; every committed batch renews it. */
 export const LEASE_MS = 2 * 60 * 1000
 /** A webhook snapshot (sync.started … sync.completed) holds the source this long without a delivery. */
 export const SNAPSHOT_LEASE_MS = 24 * 60 * 60 * 1000
+
+/** A cancel was requested (seen at a batch boundary). */
+export class SyncCancelled extends Error {}
+/** The service is stopping (`ctx.stopping`): the run is handed back as after a crash. */
+export class SyncInterrupted extends Error {}
 
 export const INTERRUPTED = 'Synchronisation interrupted: the service stopped while it ran; it will run again'
 

@@ -1,18 +1,19 @@
-import { eq, type SQL, sql } from 'drizzle-orm'
+import { and, eq, type SQL, sql } from 'drizzle-orm'
 import { connectorFor, notAvailableMessage } from '../../connectors/registry.ts'
 import { createGuardedFetch } from '../../connectors/shared/guarded-fetch.ts'
 import { type Connector, type ConnectorContext, ConnectorError, type SourceRecord } from '../../connectors/types.ts'
 import type { ServiceContext } from '../../context.ts'
-import { syncRuns } from '../../db/schema.ts'
+import { records, syncRuns } from '../../db/schema.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { GenerationDigest } from '../../rowstore/digest.ts'
 import { loadPanelPlan, type PanelPlan } from '../../rowstore/materialise.ts'
 import { loadPanelMembership, type PanelMembership } from '../../rowstore/membership-plan.ts'
 import { type KeySet, keyRecords, newKeySet, type RowWriter } from '../../rowstore/records.ts'
-import { type RowWrite, rowWrite, writeRows } from '../../rowstore/write.ts'
+import { writeRows } from '../../rowstore/write.ts'
 import type { DataSourceRow, SyncRunRow } from './datasources.schemas.ts'
 import { unsealConfig } from './datasources.secrets.ts'
-import { LEASE_MS, renewLease } from './datasources.sync-lease.ts'
+import { type Counts, countGeneration, syncWrite } from './datasources.sync-end.ts'
+import { LEASE_MS, renewLease, SyncCancelled, SyncInterrupted } from './datasources.sync-lease.ts'
 
 /**
  * The read of a sync run (DATA-ENGINE: Sync lifecycle; docs/live.md "The write path"): the
@@ -22,19 +23,7 @@ import { LEASE_MS, renewLease } from './datasources.sync-lease.ts'
  * are datasources.sync-lease.ts and datasources.sync-end.ts; datasources.sync.ts runs them.
  */
 
-/** A cancel was requested (seen at a batch boundary). */
-export class SyncCancelled extends Error {}
-/** The service is stopping (`ctx.stopping`): the run is handed back as after a crash. */
-export class SyncInterrupted extends Error {}
-
-export interface Counts {
-  rowsRead: number
-  rowsWritten: number
-  rowsDeleted: number
-  truncated: string[]
-}
-
-/** What a run reads with: the connector, its parsed config, its mode, the panel's plan (and views, incremental). */
+/** What a run reads with: the connector, its parsed config and its mode. */
 export interface SyncJob {
   source: DataSourceRow
   run: SyncRunRow
@@ -43,15 +32,17 @@ export interface SyncJob {
   plain: Record<string, unknown>
   incremental: boolean
   counts: Counts
+}
+
+/** What a read leaves for the run's end: the digest of a full sync's generation, the plan its rows were made with. */
+export interface Read {
+  digest?: string
   plan: PanelPlan
-  /** The panel's views, for an incremental sync's membership step per batch. */
-  membership?: PanelMembership
 }
 
 /**
  * Opens the run's read: the source's connector and its config (unsealed, validated: a bad one is a
- * ConnectorError naming the fields), its mode, and the panel's plan. An incremental sync writes
- * the visible generation, so it brings the panel's views for each batch's membership step.
+ * ConnectorError naming the fields) and its mode.
  */
 export async function openRead(ctx: ServiceContext, source: DataSourceRow, run: SyncRunRow, counts: Counts): Promise<SyncJob> {
   const connector = connectorFor(source.type)
@@ -63,32 +54,24 @@ export async function openRead(ctx: ServiceContext, source: DataSourceRow, run: 
     throw new ConnectorError(`Invalid configuration: ${issues}`)
   }
   const incremental = connector.mode?.(parsed.data) === 'incremental'
-  const plan = await loadPanelPlan(ctx.db, source.tenantId, source.panelId)
-  const membership = incremental ? await loadPanelMembership(ctx.db, source.tenantId, source.panelId) : undefined
-  return { source, run, connector, config: parsed.data, plain, incremental, counts, plan, membership }
-}
-
-/** The write of a sync run's batches: its membership step's actor and cause. */
-export function syncWrite(ctx: ServiceContext, source: DataSourceRow, run: SyncRunRow, at: string): RowWrite {
-  return rowWrite({
-    tenantId: source.tenantId,
-    panelId: source.panelId,
-    actorId: ctx.scope.userId,
-    cause: run.trigger === 'webhook' ? 'webhook' : 'sync',
-    eventKey: `sync:${run.id}`,
-    at,
-    dataSourceId: source.id,
-  })
+  return { source, run, connector, config: parsed.data, plain, incremental, counts }
 }
 
 /**
  * Reads the connector batch by batch; each batch commits through the row store's write protocol
  * with the lease renewal, counters and cursor. A full sync writes its new generation (no events
- * until its switch) and answers the digest of what it stored; an incremental sync upserts and
- * deletes by key in the visible generation, its events with each batch.
+ * until its switch): it first clears what a crashed run left of it, and at the end counts what it
+ * holds and answers the digest of what it stored. An incremental sync upserts and deletes by key
+ * in the visible generation, its events with each batch.
  */
-export async function readAndWrite(ctx: ServiceContext, job: SyncJob): Promise<string | undefined> {
-  const { counts, incremental } = job
+export async function readAndWrite(ctx: ServiceContext, job: SyncJob): Promise<Read> {
+  const { source, run, counts, incremental } = job
+  const plan = await loadPanelPlan(ctx.db, source.tenantId, source.panelId)
+  // An incremental sync writes the visible generation: each batch moves the views' membership.
+  const membership = incremental ? await loadPanelMembership(ctx.db, source.tenantId, source.panelId) : undefined
+  // Leftovers of a run that crashed while writing this generation.
+  if (!incremental)
+    await ctx.db.delete(records).where(and(eq(records.dataSourceId, source.id), eq(records.generation, run.generation)))
   const limits = ctx.config.syncLimits
   const timeout = AbortSignal.timeout(limits.timeoutMs)
   // A stopping service aborts the connector's reads too, so a sync waiting on its source hands back at once.
@@ -98,7 +81,7 @@ export async function readAndWrite(ctx: ServiceContext, job: SyncJob): Promise<s
   const keyField = typeof job.plain.keyField === 'string' && job.plain.keyField !== '' ? job.plain.keyField : undefined
   const seen: KeySet = newKeySet()
   // A full sync digests the rows it stores, so its end can tell an unchanged generation at once.
-  const rows: RowWriter = { plan: job.plan, now: ctx.clock.now(), digest: incremental ? undefined : new GenerationDigest() }
+  const rows: RowWriter = { plan, now: ctx.clock.now(), digest: incremental ? undefined : new GenerationDigest() }
   try {
     for await (const batch of job.connector.read(job.config, cctx)) {
       counts.rowsRead += batch.length
@@ -109,10 +92,11 @@ export async function readAndWrite(ctx: ServiceContext, job: SyncJob): Promise<s
       }
       const advanced = cursor.pending
       cursor.pending = undefined
-      await writeBatch(ctx, job, batch, incremental ? newKeySet() : seen, keyField, rows, advanced)
+      await writeBatch(ctx, job, batch, { seen: incremental ? newKeySet() : seen, keyField, rows, membership }, advanced)
       if (ctx.stopping?.aborted) throw new SyncInterrupted()
     }
-    return rows.digest?.toString()
+    if (!incremental) await countGeneration(ctx.db, source.id, run.generation, counts)
+    return { digest: rows.digest?.toString(), plan }
   } catch (err) {
     if (ctx.stopping?.aborted && !(err instanceof SyncCancelled)) throw new SyncInterrupted()
     if (timeout.aborted && !(err instanceof SyncCancelled)) {
@@ -138,9 +122,7 @@ async function writeBatch(
   ctx: ServiceContext,
   job: SyncJob,
   batch: SourceRecord[],
-  seen: KeySet,
-  keyField: string | undefined,
-  rows: RowWriter,
+  { seen, keyField, rows, membership }: { seen: KeySet; keyField?: string; rows: RowWriter; membership?: PanelMembership },
   cursor: { value: unknown } | undefined,
 ) {
   const { source, run, counts, incremental } = job
@@ -168,7 +150,7 @@ async function writeBatch(
     generation: incremental ? source.currentGeneration : run.generation,
     // A full sync's generation is not visible yet: its events come with its switch.
     write: incremental ? { ...syncWrite(ctx, source, run, now), eventKey: `sync:${run.id}:${counts.rowsRead}` } : undefined,
-    membership: job.membership,
+    membership,
     now,
     upserts,
     rows,

@@ -1,15 +1,12 @@
 import { and, eq } from 'drizzle-orm'
-import { ConnectorError } from '../../connectors/types.ts'
 import type { ServiceContext } from '../../context.ts'
-import { records, type SyncTrigger, syncRuns } from '../../db/schema.ts'
+import { type SyncTrigger, syncRuns } from '../../db/schema.ts'
 import { conflict } from '../../errors.ts'
-import { FileAccessError } from '../../lib/files.ts'
-import { catchUpColumnChanges, type PanelPlan } from '../../rowstore/materialise.ts'
+import { catchUpColumnChanges } from '../../rowstore/materialise.ts'
 import type { DataSourceRow, SyncRunRow } from './datasources.schemas.ts'
-import { SecretUnavailableError } from './datasources.secrets.ts'
-import { countGeneration, fail, finish, outcome, type SyncOutcome } from './datasources.sync-end.ts'
-import { beginSync, INTERRUPTED, leaseHolder, recoverInterruptedSyncs } from './datasources.sync-lease.ts'
-import { type Counts, openRead, readAndWrite, SyncCancelled, SyncInterrupted } from './datasources.sync-read.ts'
+import { failed, finish, newCounts, type SyncOutcome } from './datasources.sync-end.ts'
+import { beginSync, leaseHolder } from './datasources.sync-lease.ts'
+import { openRead, type Read, readAndWrite, type SyncJob } from './datasources.sync-read.ts'
 
 /**
  * A sync run from its take to its end (DATA-ENGINE: Sync lifecycle), the one home of the
@@ -28,27 +25,21 @@ import { type Counts, openRead, readAndWrite, SyncCancelled, SyncInterrupted } f
  */
 export async function executeSync(ctx: ServiceContext, source: DataSourceRow, run: SyncRunRow): Promise<SyncOutcome> {
   const started = Date.now()
-  const counts: Counts = { rowsRead: 0, rowsWritten: 0, rowsDeleted: 0, truncated: [] }
-  let incremental = false
-  let plan: PanelPlan | undefined
-  let digest: string | undefined
+  const counts = newCounts()
+  let job: SyncJob | undefined
+  let read: Read
   try {
-    const job = await openRead(ctx, source, run, counts)
-    incremental = job.incremental
-    plan = job.plan
-    // Leftovers of a run that crashed while writing this generation.
-    if (!incremental)
-      await ctx.db.delete(records).where(and(eq(records.dataSourceId, source.id), eq(records.generation, run.generation)))
-    digest = await readAndWrite(ctx, job)
-    if (!incremental) await countGeneration(ctx.db, source.id, run.generation, counts)
+    job = await openRead(ctx, source, run, counts)
+    read = await readAndWrite(ctx, job)
   } catch (err) {
-    if (err instanceof SyncInterrupted) return handBack(ctx, source, run, counts)
-    const cancelled = err instanceof SyncCancelled
-    const message = cancelled ? 'Synchronisation cancelled' : errorMessageOf(ctx, source, run, err)
-    return fail(ctx, { source, run, counts, incremental }, cancelled ? 'cancelled' : 'error', message, Date.now() - started)
+    return failed(ctx, { source, run, counts, incremental: job?.incremental ?? false }, err, Date.now() - started)
   }
-  const outcome = await finish(ctx, { source, run, counts, incremental, digest }, Date.now() - started)
-  if (plan) await catchUpColumnChanges(ctx, source.panelId, plan)
+  const outcome = await finish(
+    ctx,
+    { source, run, counts, incremental: job.incremental, digest: read.digest },
+    Date.now() - started,
+  )
+  await catchUpColumnChanges(ctx, source.panelId, read.plan)
   return outcome
 }
 
@@ -85,28 +76,4 @@ export async function requestCancel(ctx: ServiceContext, source: DataSourceRow):
     .returning()
   if (!run) throw conflict(`No synchronisation of data source ${source.id} is running`)
   return run
-}
-
-// --- Internal helpers ---
-
-/**
- * A sync stopped by a stopping service ends exactly as the crash path ends it: the run in `error`
- * ("interrupted"), the source due again with its lease released; the partial generation is left
- * for the next run to clear, as after a crash.
- */
-async function handBack(ctx: ServiceContext, source: DataSourceRow, run: SyncRunRow, counts: Counts) {
-  await recoverInterruptedSyncs(ctx.db, ctx.clock.now(), { runId: run.id })
-  ctx.log.warn('sync handed back', { dataSourceId: source.id, runId: run.id, rowsRead: counts.rowsRead })
-  return outcome(ctx, source, run, 0, INTERRUPTED)
-}
-
-function errorMessageOf(ctx: ServiceContext, source: DataSourceRow, run: SyncRunRow, err: unknown): string {
-  if (err instanceof ConnectorError || err instanceof SecretUnavailableError || err instanceof FileAccessError) return err.message
-  ctx.log.error('sync failed unexpectedly', {
-    requestId: ctx.meta.requestId,
-    dataSourceId: source.id,
-    runId: run.id,
-    error: err instanceof Error ? err.message : String(err),
-  })
-  return `Synchronisation failed because of an internal error (request ${ctx.meta.requestId})`
 }

@@ -14,9 +14,8 @@ import { keyRecords, newKeySet } from '../../rowstore/records.ts'
 import { writeRows } from '../../rowstore/write.ts'
 import type { DataSourceRow, SyncRunRow } from './datasources.schemas.ts'
 import { unsealConfig } from './datasources.secrets.ts'
-import { countGeneration, fail, finish } from './datasources.sync-end.ts'
+import { type Counts, countGeneration, fail, finish, syncWrite } from './datasources.sync-end.ts'
 import { beginSync, leaseHolder, renewLease, SNAPSHOT_LEASE_MS } from './datasources.sync-lease.ts'
-import { type Counts, syncWrite } from './datasources.sync-read.ts'
 import { parseEvents, verifySignature, type WebhookEvent } from './datasources.webhooks.parse.ts'
 
 /** The largest webhook body read (413 beyond). */
