@@ -5,6 +5,7 @@ import {
   deleteIdentities,
   generationSwitchIdentities,
   recordIdentities,
+  sourceRemovalIdentities,
   upsertIdentities,
   writtenRowIdentities,
 } from './identities.ts'
@@ -68,9 +69,15 @@ export interface BatchWrite {
   deletes?: readonly string[]
   /**
    * Rows the writer stores with its own statements (an import's inserts by key, in-place updates
-   * by record id): the keys and ids they write, for the identities, and the statements.
+   * by record id, a source's removal): the keys and ids they write, for the identities, and the
+   * statements. `removesSource`: the statements remove the source with every record it has.
    */
-  own?: { keys?: readonly string[]; ids?: readonly number[]; statements: readonly SQL[] }
+  own?: {
+    keys?: readonly string[]
+    ids?: readonly number[]
+    removesSource?: boolean
+    statements: readonly BatchStatement[]
+  }
   /** The writer's statements, committed after the write in the same batch; `writeRows` answers their results. */
   with?: readonly BatchStatement[]
 }
@@ -110,6 +117,7 @@ export async function writeRows(store: RowStore, change: BatchWrite): Promise<un
     ...upsertIdentities(write, source.id, generation, written),
     ...deleteIdentities(write, source.id, generation, deleted),
     ...recordIdentities(write, change.own?.ids ?? []),
+    ...(change.own?.removesSource ? sourceRemovalIdentities(write, source.id) : []),
   ]
   const after = writtenRowIdentities(write, source.id, generation, written)
   const membership = membershipStatements(
@@ -164,13 +172,11 @@ export async function switchGeneration(store: RowStore, change: GenerationSwitch
 // --- Internal helpers ---
 
 /** One batch: the protocol's statements, then the writer's; answers the writer's results. */
-async function run(store: RowStore, statements: SQL[], own: readonly BatchStatement[]): Promise<unknown[]> {
+async function run(store: RowStore, statements: readonly BatchStatement[], own: readonly BatchStatement[]): Promise<unknown[]> {
   const { db } = store
   if (statements.length + own.length === 0) return []
-  const results = await db.batch([
-    ...statements.map((s) => db.run(s)),
-    ...own.map((s) => (is(s, SQL) ? db.run(s) : s)),
-  ] as unknown as Parameters<typeof db.batch>[0])
+  const item = (s: BatchStatement) => (is(s, SQL) ? db.run(s) : s)
+  const results = await db.batch([...statements.map(item), ...own.map(item)] as unknown as Parameters<typeof db.batch>[0])
   return (results as readonly unknown[]).slice(statements.length)
 }
 

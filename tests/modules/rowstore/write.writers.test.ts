@@ -238,6 +238,25 @@ describe('the write protocol: each writer appends the events a sync appends for 
     expect(await changeEvents(w, from)).toEqual(await byFullSync(afterChange(['p2'])))
   })
 
+  it('a source deleted (its rows leave as when a sync reads none of them)', async () => {
+    const w = await world()
+    served.patients = BEFORE
+    const created = await w.alice.post(`/api/panels/${w.panelId}/datasources`, {
+      type: 'api',
+      config: { apiEndpoint: `${api.url}/patients`, keyField: 'id' },
+    })
+    const from = await lastSeq(w)
+    expect((await w.alice.delete(`/api/datasources/${created.body.id}`)).status).toBe(204)
+    const deleted = await changeEvents(w, from)
+    expect(deleted.map((e) => [e.type, e.id])).toEqual([
+      ['panel.rows_changed', undefined],
+      ['row.left', 'p1'],
+      ['row.left', 'p2'],
+      ['row.left', 'p5'],
+    ])
+    expect(deleted).toEqual(await byFullSync([]))
+  })
+
   it('an import (inserts and updates of rows matched by their unique Id)', async () => {
     const w = await world()
     const config = (options: Record<string, unknown>) => ({
