@@ -102,42 +102,45 @@ export interface GenerationSwitch {
  * the results of `with`, in order.
  */
 export async function writeRows(store: RowStore, change: BatchWrite): Promise<unknown[]> {
-  const { source, generation, write } = change
-  const upserted = (change.upserts ?? []).map((r) => r.key)
+  const { source, generation, write, own } = change
   const deleted = change.deletes ?? []
-  const ownKeys = change.own?.keys ?? []
-  const written = ownKeys.length > 0 ? [...upserted, ...ownKeys] : upserted
-  const rows =
-    change.upserts && change.upserts.length > 0
-      ? await upsertStatements(source, generation, change.upserts, change.now, requireRows(change.rows))
-      : []
-  const data = [...rows, ...deleteStatements(source, generation, deleted), ...(change.own?.statements ?? [])]
-  if (!write) return run(store, data, change.with ?? [])
-  const identities = [
-    ...upsertIdentities(write, source.id, generation, written),
-    ...deleteIdentities(write, source.id, generation, deleted),
-    ...recordIdentities(write, change.own?.ids ?? []),
-    ...(change.own?.removesSource ? sourceRemovalIdentities(write, source.id) : []),
+  const written = [...(change.upserts ?? []).map((r) => r.key), ...(own?.keys ?? [])]
+  // A write with events: what it changes, listed before and after its rows, and the views' step.
+  const before = write
+    ? [
+        ...upsertIdentities(write, source.id, generation, written),
+        ...deleteIdentities(write, source.id, generation, deleted),
+        ...recordIdentities(write, own?.ids ?? []),
+        ...(own?.removesSource ? sourceRemovalIdentities(write, source.id) : []),
+      ]
+    : []
+  const after = write ? writtenRowIdentities(write, source.id, generation, written) : []
+  const membership = write
+    ? membershipStatements(change.membership ?? (await loadPanelMembership(store.db, source.tenantId, source.panelId)), write)
+    : { before: [], after: [] }
+  const upserts = change.upserts ?? []
+  if (upserts.length > 0 && !change.rows) throw new Error('writeRows: upserts need the RowWriter that materialises them')
+  const rows = [
+    ...(upserts.length > 0 && change.rows ? await upsertStatements(source, generation, upserts, change.now, change.rows) : []),
+    ...deleteStatements(source, generation, deleted),
+    ...(own?.statements ?? []),
   ]
-  const after = writtenRowIdentities(write, source.id, generation, written)
-  const membership = membershipStatements(
-    change.membership ?? (await loadPanelMembership(store.db, source.tenantId, source.panelId)),
-    write,
-  )
   const results = await run(
     store,
     [
       ...membership.before,
-      ...identities,
-      ...data,
+      ...before,
+      ...rows,
       ...after,
       ...membership.after,
       // Rows rewritten in place: the generation no longer matches the digest of its full sync.
-      sql`UPDATE data_sources SET generation_digest = NULL WHERE id = ${source.id} AND generation_digest IS NOT NULL`,
+      ...(write
+        ? [sql`UPDATE data_sources SET generation_digest = NULL WHERE id = ${source.id} AND generation_digest IS NOT NULL`]
+        : []),
     ],
     change.with ?? [],
   )
-  store.live?.committed(source.tenantId)
+  if (write) store.live?.committed(source.tenantId)
   return results
 }
 
@@ -178,9 +181,4 @@ async function run(store: RowStore, statements: readonly BatchStatement[], own: 
   const item = (s: BatchStatement) => (is(s, SQL) ? db.run(s) : s)
   const results = await db.batch([...statements.map(item), ...own.map(item)] as unknown as Parameters<typeof db.batch>[0])
   return (results as readonly unknown[]).slice(statements.length)
-}
-
-function requireRows(rows: RowWriter | undefined): RowWriter {
-  if (!rows) throw new Error('writeRows: upserts need the RowWriter that materialises them')
-  return rows
 }
