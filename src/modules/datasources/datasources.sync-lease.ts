@@ -38,7 +38,7 @@ export async function beginSync(
   leaseMs = LEASE_MS,
 ): Promise<SyncRunRow> {
   const now = isoNow(ctx.clock)
-  const free = sql`id = ${source.id} AND tenant_id = ${source.tenantId} AND (lease_run_id IS NULL OR lease_expires_at < ${now})`
+  const free = sql`id = ${source.id} AND tenant_id = ${source.tenantId} AND ${leaseFree(now)}`
   const [, leased, [row]] = await ctx.db.batch([
     ctx.db.run(sql`
       INSERT INTO sync_runs (tenant_id, data_source_id, status, "trigger", generation, started_at)
@@ -66,6 +66,9 @@ export function leaseHolder(ctx: ServiceContext, source: DataSourceRow): number 
   if (!source.leaseRunId || !source.leaseExpiresAt || source.leaseExpiresAt < isoNow(ctx.clock)) return undefined
   return source.leaseRunId
 }
+
+/** In SQL, on `data_sources`: no live lease holds the source at `at` (never taken, released or run out). */
+export const leaseFree = (at: string): SQL => sql`(lease_run_id IS NULL OR lease_expires_at < ${at})`
 
 /** In SQL: `run` still holds the source's lease (a run's end applies only then). */
 export const stillLeased = (run: SyncRunRow): SQL =>
