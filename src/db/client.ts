@@ -1,5 +1,6 @@
 // biome-ignore lint/style/noRestrictedImports: a type-only import; no client is made here
 import type { Client } from '@libsql/client'
+import { is, SQL } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
 import { drizzle } from 'drizzle-orm/libsql'
 import * as core from './schema.ts'
@@ -29,14 +30,15 @@ export const insertedId = (result: unknown): number =>
       (result as { meta?: { last_row_id?: number } }).meta?.last_row_id,
   )
 
-/** One statement of a `runBatch`: any drizzle query on this database (a builder, `db.run(sql)`). */
-export type BatchStatement = BatchItem<'sqlite'>
+/** One statement of a `runBatch`: raw SQL, or any drizzle query on this database (a builder, `db.run(sql)`). */
+export type BatchStatement = SQL | BatchItem<'sqlite'>
 
 /**
- * Runs `statements` in one `db.batch` (one transaction on libSQL and D1), in order. `db.batch` is
- * typed for a non-empty tuple written out in place; a list built at run time (spread, mapped,
- * filtered) goes through here instead, and its results are not typed per statement.
+ * Runs `statements` in one `db.batch` (one transaction on libSQL and D1), in order; raw SQL runs as
+ * `db.run`. `db.batch` is typed for a non-empty tuple written out in place; a list built at run time
+ * (spread, mapped, filtered) goes through here instead, and its results are not typed per statement.
  */
 export function runBatch(db: Db, statements: readonly BatchStatement[]): Promise<readonly unknown[]> {
-  return db.batch(statements as unknown as Readonly<[BatchStatement, ...BatchStatement[]]>)
+  const items = statements.map((s) => (is(s, SQL) ? db.run(s) : s))
+  return db.batch(items as unknown as Readonly<[BatchItem<'sqlite'>, ...BatchItem<'sqlite'>[]]>)
 }

@@ -1,6 +1,4 @@
 import { type SQL, sql } from 'drizzle-orm'
-import type { SourceRecord } from '../connectors/types.ts'
-import type { dataSources } from '../db/schema.ts'
 import { evaluatePath } from '../lib/formats/json-path.ts'
 import type { GenerationDigest } from './digest.ts'
 import { type StoredRow, staleRowStatements, storedRowsOf } from './expand.ts'
@@ -12,7 +10,12 @@ import { insertRowStatements, RECORDS_PER_STATEMENT, type RowPayload } from './r
  * `db.batch`, so records, lease renewal, cursor and sync-run counters commit together.
  */
 
-type DataSourceRow = typeof dataSources.$inferSelect
+/** The source records are written for: its id, tenant and panel. */
+export interface RowSource {
+  id: number
+  tenantId: string
+  panelId: number
+}
 
 /**
  * Content hashes already given in one sync, so a duplicate keyless record gets `#2`, `#3`, …
@@ -59,6 +62,17 @@ export class FingerprintSet {
 /** Hex digits of SHA-256 kept in a content key: 128 bits, half the index size of the full digest. */
 const KEY_HEX_DIGITS = 32
 
+/**
+ * A record as a writer hands it to the row store: its data, the key its source gave it (if any),
+ * and whether it was deleted. The row store's own type, so it depends on no connector; a
+ * connector's `SourceRecord` has this shape, and so do a webhook's records.
+ */
+export interface InputRecord {
+  key?: string
+  data: Record<string, unknown>
+  deleted?: boolean
+}
+
 /** A record ready to store: its key, its data and the data as JSON text. */
 export interface KeyedRecord {
   key: string
@@ -83,7 +97,7 @@ export type Digest = ((text: string) => string) | undefined
  * key are one record (last wins).
  */
 export async function keyRecords(
-  records: SourceRecord[],
+  records: readonly InputRecord[],
   keyField: string | undefined,
   seen: KeySet,
   digest: Digest,
@@ -126,9 +140,9 @@ export async function contentHashes(texts: string[], digest: Digest): Promise<st
  * the view's rows (expand.ts), replacing the rows it had.
  */
 export async function upsertStatements(
-  source: DataSourceRow,
+  source: RowSource,
   generation: number,
-  records: KeyedRecord[],
+  records: readonly KeyedRecord[],
   now: string,
   rows: RowWriter,
 ): Promise<SQL[]> {
@@ -137,7 +151,7 @@ export async function upsertStatements(
     records.map((r) => r.data),
   )
   // A panel not defined by a ViewDefinition stores each record as its one row, as it is.
-  const stored: (KeyedRecord & Partial<StoredRow>)[] = rows.plan.view
+  const stored: readonly (KeyedRecord & Partial<StoredRow>)[] = rows.plan.view
     ? records.flatMap((r) => storedRowsOf(rows.plan.view, source.id, r))
     : records
   const payload = stored.map((r): RowPayload => {
@@ -162,7 +176,7 @@ export async function upsertStatements(
  * Deletes records by key from one generation (incremental deletes, webhook `data.deleted`): their
  * row, or every row a ViewDefinition made of them (`record_key`, expand.ts).
  */
-export function deleteStatements(source: DataSourceRow, generation: number, keys: string[]): SQL[] {
+export function deleteStatements(source: RowSource, generation: number, keys: readonly string[]): SQL[] {
   const statements: SQL[] = []
   for (let i = 0; i < keys.length; i += RECORDS_PER_STATEMENT) {
     const payload = JSON.stringify(keys.slice(i, i + RECORDS_PER_STATEMENT))

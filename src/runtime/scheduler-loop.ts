@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.ts'
-import { recoverInterruptedSyncs } from '../modules/datasources/datasources.sync.ts'
+import { recoverInterruptedSyncs } from '../modules/datasources/datasources.sync-lease.ts'
 import { watchSubscribedTenants } from '../modules/subscriptions/subscriptions.kick.ts'
 import { runMaintenanceTick } from '../scheduler/maintenance-tick.ts'
 

@@ -1,10 +1,11 @@
-import { and, asc, isNull, lte, or, sql } from 'drizzle-orm'
+import { and, asc, lte, sql } from 'drizzle-orm'
 import { systemContext } from '../context.ts'
 import { dataSources, panels } from '../db/schema.ts'
 import type { Deps } from '../deps.ts'
 import { isConflict } from '../errors.ts'
 import { pruneAccessRecords } from '../modules/audit/audit.service.ts'
-import { recoverInterruptedSyncs, runSync } from '../modules/datasources/datasources.sync.ts'
+import { runSync } from '../modules/datasources/datasources.sync.ts'
+import { leaseFree, recoverInterruptedSyncs } from '../modules/datasources/datasources.sync-lease.ts'
 import { pruneEvents } from '../modules/events/events.retention.ts'
 import { deliverDueWebhooks } from '../modules/subscriptions/subscriptions.queue.ts'
 import { expireDuePublications } from '../modules/views/views.expiry.ts'
@@ -45,7 +46,7 @@ export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(
     .where(
       and(
         lte(dataSources.nextSyncAt, at),
-        or(isNull(dataSources.leaseRunId), sql`${dataSources.leaseExpiresAt} < ${at}`),
+        leaseFree(at),
         sql`EXISTS (SELECT 1 FROM ${panels} p WHERE p.id = ${dataSources.panelId} AND p.deleted_at IS NULL)`,
       ),
     )

@@ -2,14 +2,11 @@ import { and, asc, count, desc, eq, sql } from 'drizzle-orm'
 import { isFileSourceType } from '../../connectors/file.ts'
 import { connectorFor } from '../../connectors/registry.ts'
 import type { ServiceContext } from '../../context.ts'
-import { runBatch } from '../../db/client.ts'
 import { columns, dataSources, records, syncRuns, webhookEvents } from '../../db/schema.ts'
 import { AppError, invalid, issuesToDetails, notFound } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { noFileStoreMessage } from '../../lib/files.ts'
-import { sourceRemovalIdentities } from '../../rowstore/identities.ts'
-import { membershipStatements, type RowWrite, writeToken } from '../../rowstore/membership.ts'
-import { loadPanelMembership } from '../../rowstore/membership-plan.ts'
+import { rowWrite, writeRows } from '../../rowstore/write.ts'
 import { changeInsert, createdFields } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import { requirePanel } from '../panels/panels.service.ts'
@@ -191,38 +188,43 @@ export async function updateDataSource(
 export async function deleteDataSource(ctx: ServiceContext, id: number, at: SourceAddress = {}): Promise<void> {
   const before = await requireDataSource(ctx, id, at)
   const tenant = ctx.scope.tenantId
-  // Its rows leave every view they were in (row.left, panel.rows_changed), in the same batch.
-  const write: RowWrite = {
-    tenantId: tenant,
-    panelId: before.panelId,
-    actorId: ctx.scope.userId,
-    cause: 'delete',
-    eventKey: `delete:${id}`,
-    token: writeToken(),
-    at: isoNow(ctx.clock),
-    dataSourceId: id,
-  }
-  const membership = membershipStatements(await loadPanelMembership(ctx.db, tenant, before.panelId), write)
-  await runBatch(ctx.db, [
-    ...[...membership.before, ...sourceRemovalIdentities(write, id)].map((q) => ctx.db.run(q)),
-    ctx.db
-      .update(columns)
-      .set({ dataSourceId: null, updatedAt: isoNow(ctx.clock) })
-      .where(and(eq(columns.tenantId, tenant), eq(columns.dataSourceId, id))),
-    ctx.db.delete(records).where(eq(records.dataSourceId, id)),
-    ctx.db.delete(syncRuns).where(eq(syncRuns.dataSourceId, id)),
-    ctx.db.delete(webhookEvents).where(eq(webhookEvents.dataSourceId, id)),
-    ctx.db.delete(dataSources).where(and(eq(dataSources.id, id), eq(dataSources.tenantId, tenant))),
-    changeInsert(ctx, {
+  // Its rows leave every view they were in (row.left, panel.rows_changed): a write of the row
+  // store's protocol whose own statements remove the source.
+  const now = isoNow(ctx.clock)
+  await writeRows(ctx, {
+    source: { id, tenantId: tenant, panelId: before.panelId },
+    generation: before.currentGeneration,
+    write: rowWrite({
+      tenantId: tenant,
       panelId: before.panelId,
-      entityType: 'DataSource',
-      entityId: id,
-      action: 'DELETE',
-      changes: { type: { oldValue: before.type }, config: { oldValue: await maskConfig(ctx.secrets, before.config) } },
+      actorId: ctx.scope.userId,
+      cause: 'delete',
+      eventKey: `delete:${id}`,
+      at: now,
+      dataSourceId: id,
     }),
-    ...membership.after.map((q) => ctx.db.run(q)),
-  ])
-  ctx.live.committed(tenant)
+    now,
+    own: {
+      removesSource: true,
+      statements: [
+        ctx.db
+          .update(columns)
+          .set({ dataSourceId: null, updatedAt: now })
+          .where(and(eq(columns.tenantId, tenant), eq(columns.dataSourceId, id))),
+        ctx.db.delete(records).where(eq(records.dataSourceId, id)),
+        ctx.db.delete(syncRuns).where(eq(syncRuns.dataSourceId, id)),
+        ctx.db.delete(webhookEvents).where(eq(webhookEvents.dataSourceId, id)),
+        ctx.db.delete(dataSources).where(and(eq(dataSources.id, id), eq(dataSources.tenantId, tenant))),
+        changeInsert(ctx, {
+          panelId: before.panelId,
+          entityType: 'DataSource',
+          entityId: id,
+          action: 'DELETE',
+          changes: { type: { oldValue: before.type }, config: { oldValue: await maskConfig(ctx.secrets, before.config) } },
+        }),
+      ],
+    },
+  })
 }
 
 const toSyncResult = async (ctx: ServiceContext, o: SyncOutcome): Promise<SyncResultDto> => ({

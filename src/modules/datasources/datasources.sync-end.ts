@@ -1,25 +1,46 @@
-import { and, eq, lt, sql } from 'drizzle-orm'
+import { and, eq, sql } from 'drizzle-orm'
+import { ConnectorError } from '../../connectors/types.ts'
 import type { ServiceContext } from '../../context.ts'
 import { runBatch } from '../../db/client.ts'
 import { dataSources, records, syncRuns } from '../../db/schema.ts'
 import { isoNow } from '../../lib/clock.ts'
+import { FileAccessError } from '../../lib/files.ts'
 import { appendEvents } from '../../rowstore/events.ts'
-import { generationSwitchIdentities } from '../../rowstore/identities.ts'
-import { membershipStatements } from '../../rowstore/membership.ts'
-import { loadPanelMembership } from '../../rowstore/membership-plan.ts'
-import { type Counts, syncWrite } from '../../rowstore/sync-write.ts'
+import { countRemovedKeys } from '../../rowstore/records.ts'
+import { type RowWrite, rowWrite, switchGeneration } from '../../rowstore/write.ts'
 import { changeInsert } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import { nextSyncAt } from './datasources.schedule.ts'
 import { type DataSourceRow, type SyncRunRow, toSyncRunDto } from './datasources.schemas.ts'
+import { SecretUnavailableError } from './datasources.secrets.ts'
+import {
+  heldBy,
+  INTERRUPTED,
+  RELEASED,
+  recoverInterruptedSyncs,
+  SyncCancelled,
+  SyncInterrupted,
+  stillLeased,
+} from './datasources.sync-lease.ts'
 
 /**
  * The end of a sync run (DATA-ENGINE: Sync lifecycle), in one batch each: success switches the
  * generation (full) with its membership step (the views' `row.*` events, `panel.rows_changed`,
  * the view owners' notices), records the SYNC change and appends `sync.completed`; failure or
  * cancellation drops a full sync's partial generation, so readers keep the previous one, and
- * appends `sync.failed` — no row moved, no row event (LIVE.md).
+ * appends `sync.failed` — no row moved, no row event (LIVE.md). A run stopped by a stopping
+ * service is handed back as after a crash. Webhook deliveries end their runs here too.
  */
+
+/** What a run read and wrote, as its sync run reports it. */
+export interface Counts {
+  rowsRead: number
+  rowsWritten: number
+  rowsDeleted: number
+  truncated: string[]
+}
+
+export const newCounts = (): Counts => ({ rowsRead: 0, rowsWritten: 0, rowsDeleted: 0, truncated: [] })
 
 export interface SyncOutcome {
   source: DataSourceRow
@@ -45,7 +66,6 @@ export async function finish(
   options: { notify?: boolean } = {},
 ): Promise<SyncOutcome> {
   const now = isoNow(ctx.clock)
-  const generation = incremental ? source.currentGeneration : run.generation
   const cut = counts.truncated.length > 0 ? ` (stopped early: ${counts.truncated.join('; ')})` : ''
   const message = `${counts.rowsWritten} records synchronised from ${source.type} source${cut}`
   const ended: Partial<SyncRunRow> = {
@@ -58,20 +78,19 @@ export async function finish(
     truncated: counts.truncated.length > 0,
     error: counts.truncated.length > 0 ? `Stopped early: ${counts.truncated.join('; ')}` : null,
   }
-  // The lifecycle's own statements: the source switched and released, the SYNC change, the notice.
-  const switched = ctx.db
+  // The lifecycle's own statements: the source released, the run ended, the SYNC change, the
+  // notice, and `sync.completed`. A full sync's switch is the row store's (rowstore/write.ts), before them.
+  const released = ctx.db
     .update(dataSources)
     .set({
-      currentGeneration: generation,
       syncStatus: 'success',
       lastSyncAt: now,
       nextSyncAt: nextSyncAt(source.config, ctx.clock.now()),
       errorMessage: null,
-      leaseRunId: null,
-      leaseExpiresAt: null,
-      generationDigest: incremental ? null : (digest ?? null),
+      ...RELEASED,
+      ...(incremental ? { generationDigest: null } : {}),
     })
-    .where(and(eq(dataSources.id, source.id), eq(dataSources.leaseRunId, run.id)))
+    .where(heldBy(run))
   const change = changeInsert(ctx, {
     panelId: source.panelId,
     entityType: 'DataSource',
@@ -85,40 +104,28 @@ export async function finish(
   const notice = options.notify
     ? [notifyViewOwners(ctx, { panelId: source.panelId, type: 'DATA_CHANGED', impact: 'info', message })]
     : []
-  // The row store's: identities, membership and events of the switch, in the same batch.
-  const leased = sql`EXISTS (SELECT 1 FROM data_sources WHERE id = ${source.id} AND lease_run_id = ${run.id})`
-  const write = syncWrite(ctx, source, run, now)
-  const membership = incremental
-    ? undefined
-    : membershipStatements(await loadPanelMembership(ctx.db, source.tenantId, source.panelId), write)
-  // Rows with the digest of the visible generation's are those rows: nothing to compare.
-  const unchanged = digest !== undefined && source.generationDigest === digest
-  const identities =
-    incremental || unchanged ? [] : generationSwitchIdentities(write, source.id, source.currentGeneration, run.generation, leased)
-  await runBatch(ctx.db, [
-    ...[...(membership?.before ?? []), ...identities].map((q) => ctx.db.run(q)),
-    switched,
-    ...(membership?.after ?? []).map((q) => ctx.db.run(q)),
-    ctx.db
-      .delete(records)
-      .where(
-        and(
-          eq(records.dataSourceId, source.id),
-          lt(records.generation, generation),
-          sql`(SELECT current_generation FROM data_sources WHERE id = ${source.id}) = ${generation}`,
-        ),
-      ),
-    ...appendEvents(
-      source.tenantId,
-      [{ type: 'sync.completed', panelId: source.panelId, dataSourceId: source.id, data: toSyncRunDto({ ...run, ...ended }) }],
-      now,
-      sql`EXISTS (SELECT 1 FROM sync_runs WHERE id = ${run.id} AND status = 'syncing')`,
-    ).map((q) => ctx.db.run(q)),
+  const write = incremental ? undefined : syncWrite(ctx, source, run, now)
+  const lifecycle = [
+    released,
+    ...runEvent(source, run, 'sync.completed', ended, now),
     ctx.db.update(syncRuns).set(ended).where(eq(syncRuns.id, run.id)),
     change,
     ...notice,
-  ])
-  ctx.live.committed(source.tenantId)
+  ]
+  if (!write) {
+    // An incremental run's rows and events committed with its batches: its end is the lifecycle's.
+    await runBatch(ctx.db, lifecycle)
+    ctx.live.committed(source.tenantId)
+  } else {
+    await switchGeneration(ctx, {
+      source,
+      to: run.generation,
+      write,
+      digest,
+      when: stillLeased(run),
+      with: lifecycle,
+    })
+  }
   return outcome(ctx, source, run, counts.rowsWritten, message)
 }
 
@@ -143,35 +150,59 @@ export async function fail(
     rowsWritten: incremental ? counts.rowsWritten : 0,
     rowsDeleted: incremental ? counts.rowsDeleted : 0,
   }
+  const change = changeInsert(ctx, {
+    panelId: source.panelId,
+    entityType: 'DataSource',
+    entityId: source.id,
+    action: 'SYNC',
+    changes: { syncStatus: { oldValue: source.syncStatus, newValue: status }, errorMessage: { newValue: error } },
+  })
+  const released = ctx.db
+    .update(dataSources)
+    .set({
+      syncStatus: status,
+      errorMessage: status === 'error' ? error : null,
+      nextSyncAt: nextSyncAt(source.config, ctx.clock.now()),
+      ...RELEASED,
+    })
+    .where(heldBy(run))
   await runBatch(ctx.db, [
     ...dropPartial,
-    ...appendEvents(
-      source.tenantId,
-      [{ type: 'sync.failed', panelId: source.panelId, dataSourceId: source.id, data: toSyncRunDto({ ...run, ...ended }) }],
-      now,
-      sql`EXISTS (SELECT 1 FROM sync_runs WHERE id = ${run.id} AND status = 'syncing')`,
-    ).map((q) => ctx.db.run(q)),
-    ctx.db
-      .update(dataSources)
-      .set({
-        syncStatus: status,
-        errorMessage: status === 'error' ? error : null,
-        nextSyncAt: nextSyncAt(source.config, ctx.clock.now()),
-        leaseRunId: null,
-        leaseExpiresAt: null,
-      })
-      .where(and(eq(dataSources.id, source.id), eq(dataSources.leaseRunId, run.id))),
+    ...runEvent(source, run, 'sync.failed', ended, now),
+    released,
     ctx.db.update(syncRuns).set(ended).where(eq(syncRuns.id, run.id)),
-    changeInsert(ctx, {
-      panelId: source.panelId,
-      entityType: 'DataSource',
-      entityId: source.id,
-      action: 'SYNC',
-      changes: { syncStatus: { oldValue: source.syncStatus, newValue: status }, errorMessage: { newValue: error } },
-    }),
+    change,
   ])
   ctx.live.committed(source.tenantId)
   return outcome(ctx, source, run, 0, status === 'cancelled' ? error : `Synchronisation failed: ${error}`)
+}
+
+/**
+ * A run that did not finish: handed back when the service is stopping (as after a crash: the run
+ * in error "interrupted", the source due again, the partial generation left for the next run to
+ * clear), else cancelled or failed with a message safe to show.
+ */
+export async function failed(ctx: ServiceContext, run: Ended, err: unknown, durationMs: number): Promise<SyncOutcome> {
+  if (err instanceof SyncInterrupted) {
+    await recoverInterruptedSyncs(ctx.db, ctx.clock.now(), { runId: run.run.id })
+    ctx.log.warn('sync handed back', { dataSourceId: run.source.id, runId: run.run.id, rowsRead: run.counts.rowsRead })
+    return outcome(ctx, run.source, run.run, 0, INTERRUPTED)
+  }
+  if (err instanceof SyncCancelled) return fail(ctx, run, 'cancelled', 'Synchronisation cancelled', durationMs)
+  return fail(ctx, run, 'error', errorMessageOf(ctx, run, err), durationMs)
+}
+
+/** The write of a sync run's rows (its batches, or its switch): actor and cause of the membership step. */
+export function syncWrite(ctx: ServiceContext, source: DataSourceRow, run: SyncRunRow, at: string): RowWrite {
+  return rowWrite({
+    tenantId: source.tenantId,
+    panelId: source.panelId,
+    actorId: ctx.scope.userId,
+    cause: run.trigger === 'webhook' ? 'webhook' : 'sync',
+    eventKey: `sync:${run.id}`,
+    at,
+    dataSourceId: source.id,
+  })
 }
 
 /** The outcome of an ended run, with the source and run as stored now. */
@@ -187,4 +218,47 @@ export async function outcome(
     ctx.db.select().from(syncRuns).where(eq(syncRuns.id, run.id)),
   ])
   return { source: fresh ?? source, run: finished ?? run, recordsProcessed, message }
+}
+
+/**
+ * A full sync's (or a webhook snapshot's) counts from what its generation holds (rows sharing a
+ * key are one record: the last read wins): written = its records, deleted = the keys it lacks.
+ */
+export async function countGeneration(db: ServiceContext['db'], sourceId: number, generation: number, counts: Counts) {
+  const [[removed], [written]] = await db.batch([
+    db.all<{ n: number }>(countRemovedKeys(sourceId, generation)),
+    db.all<{ n: number }>(
+      sql`SELECT count(*) AS n FROM records WHERE data_source_id = ${sourceId} AND generation = ${generation}`,
+    ),
+  ])
+  counts.rowsDeleted = Number(removed?.n ?? 0)
+  counts.rowsWritten = Number(written?.n ?? 0)
+}
+
+// --- Internal helpers ---
+
+/** `sync.completed` or `sync.failed` with the run as it ends, appended only while the run is still open. */
+const runEvent = (
+  source: DataSourceRow,
+  run: SyncRunRow,
+  type: 'sync.completed' | 'sync.failed',
+  ended: Partial<SyncRunRow>,
+  now: string,
+) =>
+  appendEvents(
+    source.tenantId,
+    [{ type, panelId: source.panelId, dataSourceId: source.id, data: toSyncRunDto({ ...run, ...ended }) }],
+    now,
+    sql`EXISTS (SELECT 1 FROM sync_runs WHERE id = ${run.id} AND status = 'syncing')`,
+  )
+
+function errorMessageOf(ctx: ServiceContext, { source, run }: Ended, err: unknown): string {
+  if (err instanceof ConnectorError || err instanceof SecretUnavailableError || err instanceof FileAccessError) return err.message
+  ctx.log.error('sync failed unexpectedly', {
+    requestId: ctx.meta.requestId,
+    dataSourceId: source.id,
+    runId: run.id,
+    error: err instanceof Error ? err.message : String(err),
+  })
+  return `Synchronisation failed because of an internal error (request ${ctx.meta.requestId})`
 }

@@ -10,6 +10,7 @@ import { type DataSourceRow, type SyncResultDto, type SyncRunDto, toDataSourceDt
 import { maskConfig, unsealConfig } from './datasources.secrets.ts'
 import { requireDataSource, updateDataSource } from './datasources.service.ts'
 import { runSync, runSyncInBackground } from './datasources.sync.ts'
+import { leaseHolder } from './datasources.sync-lease.ts'
 
 /** Multipart framing allowed on top of the file itself before a body counts as too large. */
 const MULTIPART_OVERHEAD = 64 * 1024
@@ -125,8 +126,9 @@ function uploadLimit(ctx: ServiceContext, config: Record<string, unknown>) {
 
 /** 409 while a sync of the source holds its lease: the file it reads must not change under it. */
 async function refuseWhileSyncing(ctx: ServiceContext, source: DataSourceRow) {
-  if (!source.leaseRunId || !source.leaseExpiresAt || source.leaseExpiresAt < ctx.clock.now().toISOString()) return
-  const [run] = await ctx.db.select().from(syncRuns).where(eq(syncRuns.id, source.leaseRunId))
+  const holder = leaseHolder(ctx, source)
+  if (holder === undefined) return
+  const [run] = await ctx.db.select().from(syncRuns).where(eq(syncRuns.id, holder))
   throw conflict(
     `A synchronisation of data source ${source.id} is running; upload again when it has finished`,
     run ? toSyncRunDto(run) : null,

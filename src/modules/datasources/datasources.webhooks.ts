@@ -9,23 +9,18 @@ import type { Deps } from '../../deps.ts'
 import { AppError, conflict, invalid } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { evaluatePath } from '../../lib/formats/json-path.ts'
-import { deleteIdentities, upsertIdentities, writtenRowIdentities } from '../../rowstore/identities.ts'
 import { loadPanelPlan } from '../../rowstore/materialise.ts'
-import { membershipStatements } from '../../rowstore/membership.ts'
-import { loadPanelMembership } from '../../rowstore/membership-plan.ts'
 import { sourceExists } from '../../rowstore/record-sql.ts'
-import { countRemovedKeys, deleteStatements, keyRecords, newKeySet, upsertStatements } from '../../rowstore/records.ts'
-import { type Counts, syncWrite } from '../../rowstore/sync-write.ts'
+import { keyRecords, newKeySet } from '../../rowstore/records.ts'
+import { writeRows } from '../../rowstore/write.ts'
 import type { DataSourceRow, SyncRunRow } from './datasources.schemas.ts'
 import { unsealConfig } from './datasources.secrets.ts'
-import { beginSync } from './datasources.sync.ts'
-import { fail, finish } from './datasources.sync-end.ts'
+import { type Counts, countGeneration, fail, finish, syncWrite } from './datasources.sync-end.ts'
+import { beginSync, leaseHolder, renewLease, SNAPSHOT_LEASE_MS } from './datasources.sync-lease.ts'
 import { parseEvents, verifySignature, type WebhookEvent } from './datasources.webhooks.parse.ts'
 
 /** The largest webhook body read (413 beyond). */
 export const MAX_WEBHOOK_BODY = 1024 * 1024
-/** A snapshot (sync.started … sync.completed) holds the source this long without a delivery. */
-export const SNAPSHOT_LEASE_MS = 24 * 60 * 60 * 1000
 /** Event ids are remembered this long for duplicate detection. */
 export const EVENT_ID_RETENTION_MS = 30 * 24 * 60 * 60 * 1000
 
@@ -145,8 +140,9 @@ async function sourceOf(deps: Deps, endpoint: string): Promise<DataSourceRow> {
 
 /** The open snapshot of the source (a webhook run holding the lease), if any. */
 async function openSnapshot(ctx: ServiceContext, source: DataSourceRow): Promise<SyncRunRow | undefined> {
-  if (!source.leaseRunId || !source.leaseExpiresAt || source.leaseExpiresAt < isoNow(ctx.clock)) return undefined
-  const [run] = await ctx.db.select().from(syncRuns).where(eq(syncRuns.id, source.leaseRunId))
+  const holder = leaseHolder(ctx, source)
+  if (holder === undefined) return undefined
+  const [run] = await ctx.db.select().from(syncRuns).where(eq(syncRuns.id, holder))
   if (run?.trigger === 'webhook' && run.status === 'syncing') return run
   throw conflict(`A synchronisation of data source ${source.id} is running; deliver again when it has ended`)
 }
@@ -190,36 +186,31 @@ async function applyData(ctx: ServiceContext, sourceId: number, events: WebhookE
   const deletes = all.filter((r) => r.deleted).map((r) => r.key ?? keyText(evaluatePath(r.data, keyField)))
   const now = isoNow(ctx.clock)
   const rows = { plan: await loadPanelPlan(ctx.db, source.tenantId, source.panelId), now: ctx.clock.now() }
-  const statements = [
-    ...(await upsertStatements(source, generation, upserts, now, rows)),
-    ...deleteStatements(source, generation, deletes),
-    ...eventIdStatements(ctx, source, events),
-  ]
-  const run_ = (s: SQL) => ctx.db.run(s)
+  const change = { source, generation, now, upserts, rows, deletes }
   if (snapshot) {
-    const expires = new Date(ctx.clock.now().getTime() + SNAPSHOT_LEASE_MS).toISOString()
-    await runBatch(ctx.db, [
-      ...statements.map(run_),
-      run_(sql`UPDATE sync_runs SET rows_read = rows_read + ${all.length} WHERE id = ${snapshot.id}`),
-      run_(sql`UPDATE data_sources SET lease_expires_at = ${expires} WHERE id = ${source.id} AND lease_run_id = ${snapshot.id}`),
-    ])
+    // Into the snapshot's generation, not visible yet: its events come with sync.completed's switch.
+    await writeRows(ctx, {
+      ...change,
+      with: [
+        ...eventIdStatements(ctx, source, events),
+        sql`UPDATE sync_runs SET rows_read = rows_read + ${all.length} WHERE id = ${snapshot.id}`,
+        renewLease(ctx, snapshot, SNAPSHOT_LEASE_MS),
+      ],
+    })
     return
   }
   // Outside a snapshot a delivery is one webhook sync run through the one lifecycle: opened, its
-  // rows written with the views' membership step, and finished like an incremental sync.
+  // rows written through the row store's write protocol, and finished like an incremental sync.
   const run = await beginSync(ctx, source, 'webhook')
-  const write = syncWrite(ctx, source, run, now)
-  const membership = membershipStatements(await loadPanelMembership(ctx.db, source.tenantId, source.panelId), write)
-  const upsertKeys = upserts.map((r) => r.key)
-  await runBatch(ctx.db, [
-    ...membership.before.map(run_),
-    ...upsertIdentities(write, source.id, generation, upsertKeys).map(run_),
-    ...deleteIdentities(write, source.id, generation, deletes).map(run_),
-    ...statements.map(run_),
-    ...writtenRowIdentities(write, source.id, generation, upsertKeys).map(run_),
-    ...membership.after.map(run_),
-  ])
   const counts: Counts = { rowsRead: all.length, rowsWritten: upserts.length, rowsDeleted: deletes.length, truncated: [] }
+  try {
+    await writeRows(ctx, { ...change, write: syncWrite(ctx, source, run, now), with: eventIdStatements(ctx, source, events) })
+  } catch (err) {
+    // The run ends now, in error, rather than holding the source until its lease runs out.
+    const failed = { ...counts, rowsWritten: 0, rowsDeleted: 0 }
+    await fail(ctx, { source, run, counts: failed, incremental: true }, 'error', 'The delivery could not be written', 0)
+    throw err
+  }
   await finish(ctx, { source, run, counts, incremental: true }, 0, { notify: true })
 }
 
@@ -250,18 +241,8 @@ async function applySyncEvent(ctx: ServiceContext, sourceId: number, event: Webh
   } else if (!snapshot) {
     throw conflict(`${kind} arrived without an open snapshot: send sync.started first`)
   } else if (kind === 'sync.completed') {
-    const [[written], [removed]] = await ctx.db.batch([
-      ctx.db.all<{ n: number }>(
-        sql`SELECT count(*) AS n FROM records WHERE data_source_id = ${source.id} AND generation = ${snapshot.generation}`,
-      ),
-      ctx.db.all<{ n: number }>(countRemovedKeys(source.id, snapshot.generation)),
-    ])
-    const counts: Counts = {
-      rowsRead: snapshot.rowsRead,
-      rowsWritten: Number(written?.n ?? 0),
-      rowsDeleted: Number(removed?.n ?? 0),
-      truncated: [],
-    }
+    const counts: Counts = { rowsRead: snapshot.rowsRead, rowsWritten: 0, rowsDeleted: 0, truncated: [] }
+    await countGeneration(ctx.db, source.id, snapshot.generation, counts)
     await finish(ctx, { ...ended(source, snapshot), counts }, durationOf(ctx, snapshot), { notify: true })
   } else {
     await fail(ctx, ended(source, snapshot), 'error', failureMessage(event), durationOf(ctx, snapshot))

@@ -1,13 +1,10 @@
 import { and, asc, eq, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
-import { runBatch } from '../../db/client.ts'
 import { columns } from '../../db/schema.ts'
 import { tooLarge } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
-import { recordIdentities, upsertIdentities } from '../../rowstore/identities.ts'
 import { loadPanelPlan } from '../../rowstore/materialise.ts'
-import { membershipStatements, type RowWrite, writeToken } from '../../rowstore/membership.ts'
-import { loadPanelMembership } from '../../rowstore/membership-plan.ts'
+import { rowWrite, writeRows } from '../../rowstore/write.ts'
 import { noteAccess } from '../audit/audit.record.ts'
 import { changeInsert } from '../changes/changes.service.ts'
 import { createBaseColumn } from '../columns/columns.service.ts'
@@ -81,18 +78,6 @@ async function runImport(
   const { inserts, updates, imported, updated } = await decideImport(ctx, prepared, source, plan, mapped, now, errors)
   if (inserts.length + updates.length === 0) return finish(report, source.id, created)
   const at = isoNow(ctx.clock)
-  const write: RowWrite = {
-    tenantId: ctx.scope.tenantId,
-    panelId,
-    actorId: ctx.scope.userId,
-    cause: 'import',
-    eventKey: `import:${crypto.randomUUID()}`,
-    token: writeToken(),
-    at,
-    dataSourceId: source.id,
-  }
-  const membership = membershipStatements(await loadPanelMembership(ctx.db, ctx.scope.tenantId, panelId), write)
-  const insertKeys = inserts.map((r) => r.key)
   const scope = { tenantId: ctx.scope.tenantId, panelId }
   const summary = {
     format: input.config.format,
@@ -100,28 +85,40 @@ async function runImport(
     rowsImported: imported,
     rowsUpdated: updated,
   }
-  await runBatch(ctx.db, [
-    ...membership.before.map((q) => ctx.db.run(q)),
-    ...upsertIdentities(write, source.id, source.generation, insertKeys).map((q) => ctx.db.run(q)),
-    ...recordIdentities(
-      write,
-      updates.map((u) => u.id),
-    ).map((q) => ctx.db.run(q)),
-    ctx.db.run(sql`
-      UPDATE data_sources SET sync_status = 'success', error_message = NULL, last_sync_at = ${at}, updated_at = ${at}
-      WHERE id = ${source.id} AND tenant_id = ${ctx.scope.tenantId}`),
-    ...insertStatements(scope, source, inserts, plan.version, at, prepared.batchSize).map((s) => ctx.db.run(s)),
-    ...updateStatements(ctx.scope.tenantId, updates, plan.version, at, prepared.batchSize).map((s) => ctx.db.run(s)),
-    changeInsert(ctx, {
-      panelId,
-      entityType: 'DataSource',
-      entityId: source.id,
-      action: 'UPDATE',
-      changes: { import: { newValue: { ...summary, rowsRejected: rows.length - imported - updated } } },
+  // One batch through the row store's write protocol: the rows with the views' membership step,
+  // the source's status and the change record.
+  await writeRows(ctx, {
+    source: { id: source.id, ...scope },
+    generation: source.generation,
+    write: rowWrite({
+      ...scope,
+      actorId: ctx.scope.userId,
+      cause: 'import',
+      eventKey: `import:${crypto.randomUUID()}`,
+      at,
+      dataSourceId: source.id,
     }),
-    ...membership.after.map((q) => ctx.db.run(q)),
-  ])
-  ctx.live.committed(ctx.scope.tenantId)
+    now: at,
+    own: {
+      keys: inserts.map((r) => r.key),
+      ids: updates.map((u) => u.id),
+      statements: [
+        ...insertStatements(scope, source, inserts, plan.version, at, prepared.batchSize),
+        ...updateStatements(ctx.scope.tenantId, updates, plan.version, at, prepared.batchSize),
+      ],
+    },
+    with: [
+      sql`UPDATE data_sources SET sync_status = 'success', error_message = NULL, last_sync_at = ${at}, updated_at = ${at}
+        WHERE id = ${source.id} AND tenant_id = ${ctx.scope.tenantId}`,
+      changeInsert(ctx, {
+        panelId,
+        entityType: 'DataSource',
+        entityId: source.id,
+        action: 'UPDATE',
+        changes: { import: { newValue: { ...summary, rowsRejected: rows.length - imported - updated } } },
+      }),
+    ],
+  })
   report.rowsImported = imported
   report.rowsUpdated = updated
   return finish(report, source.id, created)

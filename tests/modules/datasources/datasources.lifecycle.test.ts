@@ -1,7 +1,7 @@
 import { eq } from 'drizzle-orm'
 import { describe, expect, it } from 'vitest'
 import { dataSources, syncRuns } from '../../../src/db/schema.ts'
-import { recoverInterruptedSyncs } from '../../../src/modules/datasources/datasources.sync.ts'
+import { recoverInterruptedSyncs } from '../../../src/modules/datasources/datasources.sync-lease.ts'
 import { runMaintenanceTick } from '../../../src/scheduler/maintenance-tick.ts'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'

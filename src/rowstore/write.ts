@@ -1,0 +1,181 @@
+import { type SQL, sql } from 'drizzle-orm'
+import { type BatchStatement, type Db, runBatch } from '../db/client.ts'
+import type { LiveBus } from '../live/bus.ts'
+import {
+  deleteIdentities,
+  generationSwitchIdentities,
+  recordIdentities,
+  sourceRemovalIdentities,
+  upsertIdentities,
+  writtenRowIdentities,
+} from './identities.ts'
+import { membershipStatements, type RowWrite, writeToken } from './membership.ts'
+import { loadPanelMembership, type PanelMembership } from './membership-plan.ts'
+import { deleteStatements, type KeyedRecord, type RowSource, type RowWriter, upsertStatements } from './records.ts'
+
+export type { RowSource, RowWrite }
+
+/**
+ * The row store's ONE write protocol (docs/live.md "The write path"). Every writer of rows — a
+ * sync's batch, a webhook delivery, an import, a full sync's generation switch, and the writers to
+ * come (work state, FHIR subscription notifications) — hands its change to `writeRows` or
+ * `switchGeneration`, which put the statements in the one order that keeps the change feed right:
+ *
+ * 1. the membership step's *before* (views never evaluated are evaluated from the rows as they were);
+ * 2. the identities the write changes (`pending_changes`), compared with the rows as they were;
+ * 3. the row statements;
+ * 4. the identities of the rows written (a ViewDefinition panel's rows of the written records);
+ * 5. the membership step's *after* (moves, `row.*` and `panel.rows_changed` events, notices);
+ * 6. the writer's own statements (cursor, event ids, lease renewal, run counters, change record);
+ *
+ * all in one `db.batch` (one transaction), and after the commit `live.committed(tenantId)`, so the
+ * feed's streams read the events at once. A writer never assembles this order itself.
+ */
+
+export type { BatchStatement }
+
+/** What the protocol needs of its caller's context (a ServiceContext is one). */
+export interface RowStore {
+  db: Db
+  /** Woken after a commit that appended events; absent for a caller that has no bus. */
+  live?: Pick<LiveBus, 'committed'>
+}
+
+/** Who makes a write and why (a RowWrite without its scratch token). */
+export type WriteCause = Omit<RowWrite, 'token'>
+
+/** A write's events: who makes it, why, and the scratch token of its batch. */
+export const rowWrite = (cause: WriteCause): RowWrite => ({ ...cause, token: writeToken() })
+
+/** One batch write of records by key into one generation of a source. */
+export interface BatchWrite {
+  source: RowSource
+  generation: number
+  /**
+   * The write's events (`rowWrite`). Absent for a generation readers do not see yet (a full
+   * sync's, a webhook snapshot's): such a write lists no identities, moves no membership, appends
+   * no events; its generation's switch does (`switchGeneration`).
+   */
+  write?: RowWrite
+  /** The panel's views (`loadPanelMembership`); read here when a write with events does not bring them. */
+  membership?: PanelMembership
+  /** `updated_at` of the rows written. */
+  now: string
+  /** Records upserted by key, materialised by `rows` (records.ts `upsertStatements`). */
+  upserts?: readonly KeyedRecord[]
+  rows?: RowWriter
+  /** Keys of records deleted. */
+  deletes?: readonly string[]
+  /**
+   * Rows the writer stores with its own statements (an import's inserts by key, in-place updates
+   * by record id, a source's removal): the keys and ids they write, for the identities, and the
+   * statements. `removesSource`: the statements remove the source with every record it has.
+   */
+  own?: {
+    keys?: readonly string[]
+    ids?: readonly number[]
+    removesSource?: boolean
+    statements: readonly BatchStatement[]
+  }
+  /** The writer's statements, committed after the write in the same batch; `writeRows` answers their results. */
+  with?: readonly BatchStatement[]
+}
+
+/** A full sync's switch of the visible generation, in one batch with the run's end. */
+export interface GenerationSwitch {
+  source: RowSource & { currentGeneration: number; generationDigest: string | null }
+  /** The generation made visible. */
+  to: number
+  write: RowWrite
+  /** The digest of the rows of `to` (digest.ts): the same as the visible generation's, nothing is compared. */
+  digest?: string
+  /** The switch happens only while this holds (the run still holds the source's lease). */
+  when: SQL
+  /** The writer's statements, after the switch in the same batch (the run's end, its events, the change record). */
+  with?: readonly BatchStatement[]
+}
+
+/**
+ * Writes one batch (upserts and deletes by key, the writer's own row statements) in the protocol's
+ * order, commits it with the writer's statements and wakes the feed when it has events. Answers
+ * the results of `with`, in order.
+ */
+export async function writeRows(store: RowStore, change: BatchWrite): Promise<unknown[]> {
+  const { source, generation, write, own } = change
+  const deleted = change.deletes ?? []
+  const written = [...(change.upserts ?? []).map((r) => r.key), ...(own?.keys ?? [])]
+  // A write with events: what it changes, listed before and after its rows, and the views' step.
+  const before = write
+    ? [
+        ...upsertIdentities(write, source.id, generation, written),
+        ...deleteIdentities(write, source.id, generation, deleted),
+        ...recordIdentities(write, own?.ids ?? []),
+        ...(own?.removesSource ? sourceRemovalIdentities(write, source.id) : []),
+      ]
+    : []
+  const after = write ? writtenRowIdentities(write, source.id, generation, written) : []
+  const membership = write
+    ? membershipStatements(change.membership ?? (await loadPanelMembership(store.db, source.tenantId, source.panelId)), write)
+    : { before: [], after: [] }
+  const upserts = change.upserts ?? []
+  if (upserts.length > 0 && !change.rows) throw new Error('writeRows: upserts need the RowWriter that materialises them')
+  const rows = [
+    ...(upserts.length > 0 && change.rows ? await upsertStatements(source, generation, upserts, change.now, change.rows) : []),
+    ...deleteStatements(source, generation, deleted),
+    ...(own?.statements ?? []),
+  ]
+  const results = await run(
+    store,
+    [
+      ...membership.before,
+      ...before,
+      ...rows,
+      ...after,
+      ...membership.after,
+      // Rows rewritten in place: the generation no longer matches the digest of its full sync.
+      ...(write
+        ? [sql`UPDATE data_sources SET generation_digest = NULL WHERE id = ${source.id} AND generation_digest IS NOT NULL`]
+        : []),
+    ],
+    change.with ?? [],
+  )
+  if (write) store.live?.committed(source.tenantId)
+  return results
+}
+
+/**
+ * A full sync's switch to generation `to`: the identities that differ from the visible generation
+ * (none when the digests agree), the switch, the membership step, the older generations dropped,
+ * then the writer's statements; one batch, then the feed is woken. Answers the results of `with`.
+ */
+export async function switchGeneration(store: RowStore, change: GenerationSwitch): Promise<unknown[]> {
+  const { source, to, write, when } = change
+  // Rows with the digest of the visible generation's are those rows: nothing to compare.
+  const unchanged = change.digest !== undefined && source.generationDigest === change.digest
+  const identities = unchanged ? [] : generationSwitchIdentities(write, source.id, source.currentGeneration, to, when)
+  const membership = membershipStatements(await loadPanelMembership(store.db, source.tenantId, source.panelId), write)
+  const results = await run(
+    store,
+    [
+      ...membership.before,
+      ...identities,
+      sql`UPDATE data_sources SET current_generation = ${to}, generation_digest = ${change.digest ?? null}
+        WHERE id = ${source.id} AND ${when}`,
+      ...membership.after,
+      sql`DELETE FROM records WHERE data_source_id = ${source.id} AND generation < ${to}
+        AND (SELECT current_generation FROM data_sources WHERE id = ${source.id}) = ${to}`,
+    ],
+    change.with ?? [],
+  )
+  store.live?.committed(source.tenantId)
+  return results
+}
+
+// --- Internal helpers ---
+
+/** One batch: the protocol's statements, then the writer's; answers the writer's results. */
+async function run(store: RowStore, statements: readonly BatchStatement[], own: readonly BatchStatement[]): Promise<unknown[]> {
+  if (statements.length + own.length === 0) return []
+  const results = await runBatch(store.db, [...statements, ...own])
+  return results.slice(statements.length)
+}
