@@ -8,6 +8,7 @@ import { recoverInterruptedSyncs, runSync } from '../modules/datasources/datasou
 import { pruneEvents } from '../modules/events/events.retention.ts'
 import { deliverDueWebhooks } from '../modules/subscriptions/subscriptions.queue.ts'
 import { expireDuePublications } from '../modules/views/views.expiry.ts'
+import { pruneViewPasswordFailures } from '../modules/views/views.password.ts'
 import { recomputeStalePanels } from '../rowstore/materialise.ts'
 import type { DueSyncsReport } from './due-syncs-report.ts'
 
@@ -17,7 +18,8 @@ export type { DueSyncsReport }
  * The scheduler's one step, shared by the interval loop (Node, Deno) and the cron trigger
  * (Workers): sends the outbound webhook deliveries that are due, recovers syncs whose lease ran out, runs the sources whose `nextSyncAt` is due, one
  * after another, oldest first, at most `limit` per call, then recomputes panels left stale, ends
- * publications past their expiry and deletes expired access records (a bounded batch per step). A
+ * publications past their expiry, deletes expired access records (a bounded batch per step) and
+ * the wrong-password counts of views whose window has ended. A
  * source another runner holds is skipped (its lease decides). Sources of deleted panels are never run.
  */
 export async function runDueSyncs(deps: Deps, now: Date = deps.clock.now(), limit = 20): Promise<DueSyncsReport> {
@@ -31,6 +33,7 @@ export async function runDueSyncs(deps: Deps, now: Date = deps.clock.now(), limi
     skipped: 0,
     auditPruned: 0,
     eventsPruned: 0,
+    passwordFailuresPruned: 0,
     webhooks: { subscriptions: 0, delivered: 0, retried: 0, failed: 0, disabled: 0, pruned: 0 },
   }
   // Deliveries first: they are bounded per step and waiting for them, while syncs are not.
@@ -69,5 +72,6 @@ export async function runDueSyncs(deps: Deps, now: Date = deps.clock.now(), limi
   report.expired = await expireDuePublications((tenantId) => systemContext(deps, tenantId), deps.db, now)
   report.auditPruned = await pruneAccessRecords(deps, now)
   report.eventsPruned = await pruneEvents(deps, now)
+  report.passwordFailuresPruned = await pruneViewPasswordFailures(deps.db, now)
   return report
 }
