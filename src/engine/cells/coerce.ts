@@ -3,7 +3,9 @@
  * types drive typing; others read as text). Cells hold JSON values exactly as sources gave them
  * (docs/views-and-rows.md "Exact values"): `""`, `[]`, a one-element array, `0` and `false` are
  * values, never null. Typing converts scalars only (a CSV's "42" in a number column is 42); it never
- * changes a value's shape.
+ * changes a value's shape. A typed column converts text, and an empty text has no number, boolean or
+ * date in it: `""` in a number, boolean, date or datetime column is null (issue 20), while text, list
+ * and json columns keep it.
  */
 
 export type CellKind = 'number' | 'boolean' | 'date' | 'datetime' | 'text' | 'json' | 'list'
@@ -60,15 +62,20 @@ export function cellFromValue(value: unknown, type: string): unknown {
   return Array.isArray(value) ? value.map((v) => coerce(v, kind)) : coerce(value, kind)
 }
 
+/** The kinds that convert text to another type: an empty text has no value in them. */
+const CONVERTING = new Set<CellKind>(['number', 'boolean', 'date', 'datetime'])
+
 /**
- * A single value as `kind`; throws CoercionError when it cannot be read so. `null`, `""` and arrays
- * are kept as they are (a blank text is a value of every kind); `json` cells hold any structure and
- * text cells keep objects as objects. Scalars are converted, and so are the objects that stand for
- * one (a FHIR Quantity in a number column is its value, a Date in a date column its ISO text).
+ * A single value as `kind`; throws CoercionError when it cannot be read so. `null` and arrays are
+ * kept as they are; `""` is null in a kind that converts text (number, boolean, date, datetime) and
+ * kept in text, list and json cells; `json` cells hold any structure and text cells keep objects as
+ * objects. Scalars are converted, and so are the objects that stand for one (a FHIR Quantity in a
+ * number column is its value, a Date in a date column its ISO text).
  */
 export function coerce(value: unknown, kind: CellKind): unknown {
   if (value === null || value === undefined) return null
-  if (value === '' || Array.isArray(value) || kind === 'json') return value
+  if (value === '') return CONVERTING.has(kind) ? null : value
+  if (Array.isArray(value) || kind === 'json') return value
   switch (kind) {
     case 'number':
       return toNumber(value)
