@@ -8,9 +8,25 @@
  * and json columns keep it.
  */
 
-export type CellKind = 'number' | 'boolean' | 'date' | 'datetime' | 'text' | 'json' | 'list'
+/** Every kind a column's cells can be read as (a column answer's `kind`). */
+export const CELL_KINDS = ['text', 'number', 'boolean', 'date', 'datetime', 'list', 'json'] as const
+export type CellKind = (typeof CELL_KINDS)[number]
 
-const KINDS: Record<string, CellKind> = {
+/**
+ * The column types the service knows, and the kind each is read as (CONTRACT: Columns — the known
+ * types drive typing). `type` stays free: any other name reads as text, and a column's `kind` says
+ * so. Names are matched case-insensitively. The OpenAPI description of `type` and the table in
+ * docs/views-and-rows.md are generated from / checked against this list.
+ */
+export const KNOWN_TYPES: Readonly<Record<string, CellKind>> = {
+  text: 'text',
+  string: 'text',
+  email: 'text',
+  url: 'text',
+  select: 'text',
+  user: 'text',
+  file: 'text',
+  custom: 'text',
   number: 'number',
   currency: 'number',
   percentage: 'number',
@@ -19,12 +35,13 @@ const KINDS: Record<string, CellKind> = {
   boolean: 'boolean',
   date: 'date',
   datetime: 'datetime',
-  json: 'json',
   multi_select: 'list',
+  json: 'json',
 }
 
 /** The kind of value a column type holds; every unknown type is text. */
-export const kindOf = (type: string): CellKind => KINDS[type.toLowerCase()] ?? 'text'
+export const kindOf = (type: string): CellKind =>
+  Object.hasOwn(KNOWN_TYPES, type.toLowerCase()) ? KNOWN_TYPES[type.toLowerCase()] : 'text'
 
 /** Thrown for a value that cannot be read as the column's type; the cell stays blank. */
 export class CoercionError extends Error {
