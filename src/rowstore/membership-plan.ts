@@ -123,7 +123,8 @@ export async function loadPanelMembership(
       ]),
     }
   })
-  const reset = views.some((v) => v.key !== v.storedKey)
+  // Only a view whose query compiles is evaluated (and announced); one that does not never settles its key.
+  const reset = views.some((v) => v.where !== null && v.key !== v.storedKey)
   return { tenantId, panelId, views, payloads: reset ? await loadViewPayloads(db, tenantId, panelId) : new Map() }
 }
 
