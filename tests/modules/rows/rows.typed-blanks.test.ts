@@ -40,8 +40,9 @@ beforeAll(async () => {
 })
 afterAll(() => rm(root, { recursive: true, force: true }))
 
-beforeEach(async () => {
-  t = await makeTestApp({ filesDir: root })
+/** A fresh app (with the files folder for file sources) and a panel with a column of each kind. */
+async function setUp(files: boolean) {
+  t = await makeTestApp(files ? { filesDir: root } : {})
   alice = clientFor(t.app, 'tenant-a', 'alice')
   panelId = await createPanel(alice)
   for (const [name, sourceField, type] of [
@@ -54,7 +55,7 @@ beforeEach(async () => {
   ]) {
     await baseColumn(alice, panelId, { name, sourceField, type })
   }
-})
+}
 
 const CELLS = ['Name', 'Age', 'Active', 'Born', 'Seen', 'Note']
 
@@ -84,6 +85,8 @@ async function expectTypedBlanksNull() {
 }
 
 describe.skipIf(onTarget(['workers', 'deno'], SKIP.noFiles))('file sources', () => {
+  beforeEach(() => setUp(true))
+
   it.each([
     ['a csv source', 'csv', { filePath: 'patients.csv' }],
     ['a tsv file source', 'file', { filePath: 'patients.tsv', format: 'tsv' }],
@@ -104,6 +107,8 @@ describe.skipIf(onTarget(['workers', 'deno'], SKIP.noFiles))('file sources', () 
 })
 
 describe('imports', () => {
+  beforeEach(() => setUp(false))
+
   const mapping = HEADER.slice(1).map((h) => ({ sourceField: h, targetColumn: h[0].toUpperCase() + h.slice(1) }))
 
   it('a csv import: a blank age is null and isNull finds it; a blank note stays ""', async () => {
