@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm'
-import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 
 /**
  * The tables of panels, their sources, rows, columns, views, changes, notices, the read audit and
@@ -270,6 +270,27 @@ export const views = sqliteTable(
     membershipKey: text(),
   },
   (t) => [index('views_tenant_user_idx').on(t.tenantId, t.userId), index('views_tenant_panel_idx').on(t.tenantId, t.panelId)],
+)
+
+/**
+ * Wrong X-View-Password guesses per tenant, view and user (issue 20; views.password.ts). A guess
+ * takes a slot with one atomic upsert before its password is checked, so parallel guesses and other
+ * instances on the same database see one count; a right password gives its slot back. The window
+ * starts at the first counted guess; rows past `windowEndsAt` are deleted by the scheduler.
+ */
+export const viewPasswordFailures = sqliteTable(
+  'view_password_failures',
+  {
+    tenantId: text().notNull(),
+    viewId: integer().notNull(),
+    userId: text().notNull(),
+    count: integer().notNull(),
+    windowEndsAt: text().notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.tenantId, t.viewId, t.userId] }),
+    index('view_password_failures_window_idx').on(t.windowEndsAt),
+  ],
 )
 
 export type ChangeEntity = 'Panel' | 'DataSource' | 'Column' | 'View'

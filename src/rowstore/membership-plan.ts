@@ -6,6 +6,7 @@ import { hashText } from './digest.ts'
 import { panelColumnsOf } from './query/columns.ts'
 import { filterSql } from './query/filter-sql.ts'
 import { visibleColumns } from './query/row-shape.ts'
+import { loadViewPayloads, type ViewPayload } from './view-payload.ts'
 
 /**
  * A panel's views compiled for their membership (membership.ts): each view's row condition (the
@@ -32,6 +33,11 @@ export interface PanelMembership {
   tenantId: string
   panelId: number
   views: MemberView[]
+  /**
+   * The stored views as an event carries them, loaded only when a view is to be evaluated afresh
+   * (never evaluated, or its query changed), for the `view.updated` that announces it.
+   */
+  payloads: Map<number, ViewPayload>
 }
 
 type ViewRecord = {
@@ -76,7 +82,7 @@ export async function loadPanelMembership(
     db.all<{ id: number; name: string; type: string; column_type: string; formula: string | null }>(sql`
       SELECT id, name, type, column_type, formula FROM columns WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} ORDER BY id`),
   ])
-  if (panels.length === 0) return { tenantId, panelId, views: [] }
+  if (panels.length === 0) return { tenantId, panelId, views: [], payloads: new Map() }
   const cohortRule = panels[0].cohort_rule ? (JSON.parse(panels[0].cohort_rule) as CohortRule) : null
   const columns = panelColumnsOf(
     columnRows.map((c) => ({ id: c.id, name: c.name, type: c.type, columnType: c.column_type as never, formula: c.formula })),
@@ -117,7 +123,9 @@ export async function loadPanelMembership(
       ]),
     }
   })
-  return { tenantId, panelId, views }
+  // Only a view whose query compiles is evaluated (and announced); one that does not never settles its key.
+  const reset = views.some((v) => v.where !== null && v.key !== v.storedKey)
+  return { tenantId, panelId, views, payloads: reset ? await loadViewPayloads(db, tenantId, panelId) : new Map() }
 }
 
 /** The filters a view's rows are held to: its own, then those of the views it was copied from. */

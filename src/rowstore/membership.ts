@@ -64,7 +64,7 @@ export function membershipStatements(membership: PanelMembership, write: RowWrit
 /**
  * Statements that evaluate one view afresh (a new view, changed filters or columns): its
  * membership replaced without `row.*` events; `view.updated` when `announce` (not for a view the
- * caller announces itself).
+ * caller announces itself), carrying the view as GET answers it (view-payload.ts).
  */
 export function resetStatements(
   membership: PanelMembership,
@@ -87,8 +87,7 @@ export function resetStatements(
       ...appendEventsFrom(
         membership.tenantId,
         sql`SELECT 0 AS ord, 'view.updated' AS type, ${membership.panelId} AS panel_id, ${view.id} AS view_id,
-            NULL AS data_source_id, json_object('view', json_object('id', v.id, 'panelId', v.panel_id, 'name', v.name),
-              'membership', 'evaluated') AS data
+            NULL AS data_source_id, ${JSON.stringify({ view: membership.payloads.get(view.id), membership: 'evaluated' })} AS data
           FROM views v WHERE v.id = ${view.id} AND ${unchanged}`,
         write.at,
       ),

@@ -16,6 +16,8 @@ export interface MaintenanceReport {
   auditPruned: number
   /** Change-feed events deleted by EVENTS_RETENTION_DAYS / EVENTS_RETENTION_MAX (bounded per step). */
   eventsPruned: number
+  /** Wrong view-password counts deleted because their window ended (views.password.ts). */
+  passwordFailuresPruned: number
   /** Outbound webhook deliveries of this step (docs/live.md "Outbound webhooks"). */
   webhooks: DeliveryReport
 }

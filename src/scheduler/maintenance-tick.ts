@@ -9,6 +9,7 @@ import { leaseFree, recoverInterruptedSyncs } from '../modules/datasources/datas
 import { pruneEvents } from '../modules/events/events.retention.ts'
 import { deliverDueWebhooks } from '../modules/subscriptions/subscriptions.queue.ts'
 import { expireDuePublications } from '../modules/views/views.expiry.ts'
+import { pruneViewPasswordFailures } from '../modules/views/views.password.ts'
 import { recomputeStalePanels } from '../rowstore/materialise.ts'
 import type { MaintenanceReport } from './maintenance-report.ts'
 
@@ -16,12 +17,12 @@ export type { MaintenanceReport }
 
 /**
  * The maintenance tick: the scheduler's one step, shared by the interval loop (Node, Deno) and the
- * cron trigger (Workers). Its seven jobs, in order: sends the outbound webhook deliveries that are
+ * cron trigger (Workers). Its eight jobs, in order: sends the outbound webhook deliveries that are
  * due; recovers syncs whose lease ran out; runs the sources whose `nextSyncAt` is due, one after
  * another, oldest first, at most `limit` per call; recomputes panels left stale; ends publications
  * past their expiry; deletes expired access records and change-feed events (a bounded batch per
- * step). A source another runner holds is skipped (its lease decides). Sources of deleted panels are
- * never run.
+ * step), and the wrong-password counts of views whose window has ended. A source another runner
+ * holds is skipped (its lease decides). Sources of deleted panels are never run.
  */
 export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(), limit = 20): Promise<MaintenanceReport> {
   const report: MaintenanceReport = {
@@ -34,6 +35,7 @@ export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(
     skipped: 0,
     auditPruned: 0,
     eventsPruned: 0,
+    passwordFailuresPruned: 0,
     webhooks: { subscriptions: 0, delivered: 0, retried: 0, failed: 0, disabled: 0, pruned: 0 },
   }
   // Deliveries first: they are bounded per step and waiting for them, while syncs are not.
@@ -72,5 +74,6 @@ export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(
   report.expired = await expireDuePublications((tenantId) => systemContext(deps, tenantId), deps.db, now)
   report.auditPruned = await pruneAccessRecords(deps, now)
   report.eventsPruned = await pruneEvents(deps, now)
+  report.passwordFailuresPruned = await pruneViewPasswordFailures(deps.db, now)
   return report
 }

@@ -172,6 +172,7 @@ describe('openPanelService', () => {
       skipped: 0,
       auditPruned: 0,
       eventsPruned: 0,
+      passwordFailuresPruned: 0,
       webhooks: { subscriptions: 0, delivered: 0, retried: 0, failed: 0, disabled: 0, pruned: 0 },
     })
     const loop = service.startScheduler()

@@ -3,12 +3,30 @@
  * types drive typing; others read as text). Cells hold JSON values exactly as sources gave them
  * (docs/views-and-rows.md "Exact values"): `""`, `[]`, a one-element array, `0` and `false` are
  * values, never null. Typing converts scalars only (a CSV's "42" in a number column is 42); it never
- * changes a value's shape.
+ * changes a value's shape. A typed column converts text, and an empty text has no number, boolean or
+ * date in it: `""` in a number, boolean, date or datetime column is null (issue 20), while text, list
+ * and json columns keep it.
  */
 
-export type CellKind = 'number' | 'boolean' | 'date' | 'datetime' | 'text' | 'json' | 'list'
+/** Every kind a column's cells can be read as (a column answer's `kind`). */
+export const CELL_KINDS = ['text', 'number', 'boolean', 'date', 'datetime', 'list', 'json'] as const
+export type CellKind = (typeof CELL_KINDS)[number]
 
-const KINDS: Record<string, CellKind> = {
+/**
+ * The column types the service knows, and the kind each is read as (CONTRACT: Columns — the known
+ * types drive typing). `type` stays free: any other name reads as text, and a column's `kind` says
+ * so. Names are matched case-insensitively. The OpenAPI description of `type` and the table in
+ * docs/views-and-rows.md are generated from / checked against this list.
+ */
+export const KNOWN_TYPES: Readonly<Record<string, CellKind>> = {
+  text: 'text',
+  string: 'text',
+  email: 'text',
+  url: 'text',
+  select: 'text',
+  user: 'text',
+  file: 'text',
+  custom: 'text',
   number: 'number',
   currency: 'number',
   percentage: 'number',
@@ -17,12 +35,13 @@ const KINDS: Record<string, CellKind> = {
   boolean: 'boolean',
   date: 'date',
   datetime: 'datetime',
-  json: 'json',
   multi_select: 'list',
+  json: 'json',
 }
 
 /** The kind of value a column type holds; every unknown type is text. */
-export const kindOf = (type: string): CellKind => KINDS[type.toLowerCase()] ?? 'text'
+export const kindOf = (type: string): CellKind =>
+  Object.hasOwn(KNOWN_TYPES, type.toLowerCase()) ? KNOWN_TYPES[type.toLowerCase()] : 'text'
 
 /** Thrown for a value that cannot be read as the column's type; the cell stays blank. */
 export class CoercionError extends Error {
@@ -60,15 +79,20 @@ export function cellFromValue(value: unknown, type: string): unknown {
   return Array.isArray(value) ? value.map((v) => coerce(v, kind)) : coerce(value, kind)
 }
 
+/** The kinds that convert text to another type: an empty text has no value in them. */
+const CONVERTING = new Set<CellKind>(['number', 'boolean', 'date', 'datetime'])
+
 /**
- * A single value as `kind`; throws CoercionError when it cannot be read so. `null`, `""` and arrays
- * are kept as they are (a blank text is a value of every kind); `json` cells hold any structure and
- * text cells keep objects as objects. Scalars are converted, and so are the objects that stand for
- * one (a FHIR Quantity in a number column is its value, a Date in a date column its ISO text).
+ * A single value as `kind`; throws CoercionError when it cannot be read so. `null` and arrays are
+ * kept as they are; `""` is null in a kind that converts text (number, boolean, date, datetime) and
+ * kept in text, list and json cells; `json` cells hold any structure and text cells keep objects as
+ * objects. Scalars are converted, and so are the objects that stand for one (a FHIR Quantity in a
+ * number column is its value, a Date in a date column its ISO text).
  */
 export function coerce(value: unknown, kind: CellKind): unknown {
   if (value === null || value === undefined) return null
-  if (value === '' || Array.isArray(value) || kind === 'json') return value
+  if (value === '') return CONVERTING.has(kind) ? null : value
+  if (Array.isArray(value) || kind === 'json') return value
   switch (kind) {
     case 'number':
       return toNumber(value)

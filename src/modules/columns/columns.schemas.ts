@@ -1,5 +1,6 @@
 import { z } from '@hono/zod-openapi'
 import type { columns } from '../../db/schema.ts'
+import { CELL_KINDS, type CellKind, KNOWN_TYPES } from '../../engine/cells/coerce.ts'
 import { JsonObject, QueryBoolean, TenantBody, TenantQuery, Timestamp } from '../../http/router.ts'
 
 const compiles = (pattern: string) => {
@@ -37,7 +38,16 @@ export const ColumnProperties = z
   .openapi('ColumnProperties', { example: { displaySettings: { width: 120, alignment: 'right' } } })
 
 const ColumnName = z.string().trim().min(1).max(100).openapi({ example: 'Age' })
-const ColumnType = z.string().trim().min(1).max(50).openapi({ example: 'number' })
+/** The known type names with the kind each is read as, from the one mapping (engine/cells/coerce.ts). */
+export const TYPE_DESCRIPTION =
+  'Any non-empty name (the web client and upstream backends send names of their own). The known names, ' +
+  'and the kind the service reads each as: ' +
+  Object.entries(KNOWN_TYPES)
+    .map(([type, kind]) => `${type} → ${kind}`)
+    .join(', ') +
+  '. Names are matched case-insensitively; any other name reads as text, and the column answer says so in `kind`.'
+
+const ColumnType = z.string().trim().min(1).max(50).openapi({ example: 'number', description: TYPE_DESCRIPTION })
 const SourcePath = z.string().trim().min(1).max(1000)
 const Formula = z.string().min(1).max(10000).openapi({ example: 'DATEDIF({Birth Date}, TODAY(), "Y")' })
 const Dependencies = z
@@ -120,7 +130,13 @@ export const Column = z
     panelId: z.number().int().openapi({ example: 1 }),
     columnType: z.enum(['base', 'calculated']),
     name: z.string().openapi({ example: 'Age' }),
-    type: z.string().openapi({ example: 'number' }),
+    type: z.string().openapi({ example: 'number', description: TYPE_DESCRIPTION }),
+    kind: z.enum(CELL_KINDS).openapi({
+      example: 'number',
+      description:
+        'What the service reads the cells as: the kind of `type` (a misspelt type reads as text); a calculated column ' +
+        'left at the default text type takes the kind its formula returns (docs/views-and-rows.md "Kinds of cells")',
+    }),
     sourceField: z.string().nullable(),
     fhirPath: z.string().nullable(),
     dataSourceId: z.number().int().nullable(),
@@ -143,12 +159,14 @@ export type UpdateColumnInput = z.infer<typeof UpdateColumnBody>
 export type ColumnRow = typeof columns.$inferSelect
 export type ColumnDto = z.infer<typeof Column>
 
-export const toColumnDto = (row: ColumnRow): ColumnDto => ({
+/** A column as answered; `kind` is how the service reads its cells (columnKind, rowstore/query/columns.ts). */
+export const toColumnDto = (row: ColumnRow, kind: CellKind): ColumnDto => ({
   id: row.id,
   panelId: row.panelId,
   columnType: row.columnType,
   name: row.name,
   type: row.type,
+  kind,
   sourceField: row.sourceField ?? null,
   fhirPath: row.fhirPath ?? null,
   dataSourceId: row.dataSourceId ?? null,

@@ -6,6 +6,7 @@ import { columns, dataSources, type FieldChanges } from '../../db/schema.ts'
 import { AppError, notFound } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { bumpColumnsVersion, recomputeAfterColumnChange } from '../../rowstore/materialise.ts'
+import { columnKind } from '../../rowstore/query/columns.ts'
 import { refreshRowIndex } from '../../rowstore/query/row-index.ts'
 import { changeInsert, createdFields, diffFields } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
@@ -58,8 +59,8 @@ export async function listColumns(ctx: ServiceContext, panelId: number): Promise
   await requirePanel(ctx, panelId)
   const rows = await panelColumns(ctx, panelId)
   return {
-    baseColumns: rows.filter((c) => c.columnType === 'base').map(toColumnDto),
-    calculatedColumns: rows.filter((c) => c.columnType === 'calculated').map(toColumnDto),
+    baseColumns: rows.filter((c) => c.columnType === 'base').map((c) => dtoAmong(c, rows)),
+    calculatedColumns: rows.filter((c) => c.columnType === 'calculated').map((c) => dtoAmong(c, rows)),
   }
 }
 
@@ -70,12 +71,13 @@ export async function listColumns(ctx: ServiceContext, panelId: number): Promise
  */
 export async function createBaseColumn(ctx: ServiceContext, panelId: number, input: CreateBaseColumnInput): Promise<ColumnDto> {
   const panel = await requirePanel(ctx, panelId)
-  assertUniqueName(await panelColumns(ctx, panelId), input.name, panelId)
+  const existing = await panelColumns(ctx, panelId)
+  assertUniqueName(existing, input.name, panelId)
   if (input.fhirPath !== undefined) await assertFhirPath(input.fhirPath)
   if (input.dataSourceId !== undefined) await requireDataSource(ctx, panelId, input.dataSourceId)
   const fhirPath = input.fhirPath ?? input.sourceField ?? null
   const { name, type, properties, metadata } = input
-  return insertColumn(ctx, panel, {
+  return insertColumn(ctx, panel, existing, {
     ...NOT_CALCULATED,
     columnType: 'base',
     name,
@@ -105,7 +107,7 @@ export async function createCalculatedColumn(
   assertUniqueName(existing, input.name, panelId)
   const dependencies = await checkFormula(input.formula, input.dependencies, input.name, existing)
   const { name, type, formula, properties, metadata } = input
-  return insertColumn(ctx, panel, {
+  return insertColumn(ctx, panel, existing, {
     ...NOT_BASE,
     columnType: 'calculated',
     name,
@@ -177,7 +179,7 @@ export async function updateColumn(
   }
 
   const diff = diffFields(before, patch, TRACKED)
-  if (Object.keys(diff).length === 0) return toColumnDto(before)
+  if (Object.keys(diff).length === 0) return dtoAmong(before, others)
   const now = isoNow(ctx.clock)
   patch.updatedAt = now
   const statements: BatchItem<'sqlite'>[] = [
@@ -210,7 +212,7 @@ export async function updateColumn(
   const [[row]] = (await ctx.db.batch(statements as [BatchItem<'sqlite'>])) as unknown as [ColumnRow[]]
   if (!row) throw notFound('Column', id, ctx.scope.tenantId)
   await recomputeAfterColumnChange(ctx, before.panelId)
-  return toColumnDto(row)
+  return dtoAmong(row, others)
 }
 
 /**
@@ -274,7 +276,12 @@ async function requireDataSource(ctx: ServiceContext, panelId: number, id: numbe
   if (!found) throw notFound('Data source', id, ctx.scope.tenantId)
 }
 
-async function insertColumn(ctx: ServiceContext, panel: PanelDto, column: NewColumn): Promise<ColumnDto> {
+async function insertColumn(
+  ctx: ServiceContext,
+  panel: PanelDto,
+  existing: readonly ColumnRow[],
+  column: NewColumn,
+): Promise<ColumnDto> {
   const now = isoNow(ctx.clock)
   // Columns belong to the panel's owner (CONTRACT: Ownership), also when an admin creates them.
   const values = {
@@ -300,5 +307,13 @@ async function insertColumn(ctx: ServiceContext, panel: PanelDto, column: NewCol
   const newId = insertedId(inserted)
   await recomputeAfterColumnChange(ctx, panel.id)
   await refreshRowIndex(ctx.db, ctx.scope.tenantId, panel.id)
-  return toColumnDto({ ...values, id: newId })
+  return dtoAmong({ ...values, id: newId }, existing)
+}
+
+/**
+ * A column as answered, with the kind its cells are read as among the panel's other columns (a
+ * calculated column's kind may come from the return type of its formula, which names them).
+ */
+function dtoAmong(row: ColumnRow, panel: readonly ColumnRow[]): ColumnDto {
+  return toColumnDto(row, columnKind(row, [...panel.filter((c) => c.id !== row.id), row]))
 }

@@ -1,10 +1,20 @@
-import { sql } from 'drizzle-orm'
+import { and, eq, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
+import { panels, views } from '../../db/schema.ts'
 import { isoNow } from '../../lib/clock.ts'
-import { appendEventsFrom } from '../../rowstore/events.ts'
 import { forgetPanel } from '../panels/panels.service.ts'
 import { viewKey } from './views.cache.ts'
+import { viewEvent } from './views.events.ts'
 import type { ViewRow } from './views.schemas.ts'
+
+/** The view as the expiry's batch leaves it. */
+const unpublished = (row: ViewRow, at: string): ViewRow => ({
+  ...row,
+  isPublished: false,
+  publishedAt: null,
+  publishedBy: null,
+  updatedAt: at,
+})
 
 /**
  * The end of a publication at its `expiresAt` (issue 12, docs/view-sharing.md). Reads never serve
@@ -18,6 +28,11 @@ export async function expirePublication(ctx: ServiceContext, row: Pick<ViewRow, 
   const due = sql`id = ${row.id} AND tenant_id = ${row.tenantId} AND is_published = 1
     AND json_extract(publish_config, '$.expiresAt') <= ${now}`
   const metadata = JSON.stringify({ source: 'system', reason: 'publishConfig.expiresAt' })
+  const [stored] = await ctx.db
+    .select({ view: views, panel: { id: panels.id, name: panels.name } })
+    .from(views)
+    .innerJoin(panels, eq(panels.id, views.panelId))
+    .where(and(eq(views.id, row.id), eq(views.tenantId, row.tenantId)))
   await ctx.db.batch([
     ctx.db.run(sql`
       INSERT INTO changes (tenant_id, user_id, panel_id, entity_type, entity_id, action, changes, metadata, created_at)
@@ -39,14 +54,19 @@ export async function expirePublication(ctx: ServiceContext, row: Pick<ViewRow, 
       UPDATE panels SET default_view_id = NULL
       WHERE id = ${row.panelId} AND tenant_id = ${row.tenantId} AND default_view_id = ${row.id}
         AND EXISTS (SELECT 1 FROM views WHERE ${due})`),
-    // The feed's view.updated, as the view's readers would have seen it (before they lost it).
-    ...appendEventsFrom(
-      row.tenantId,
-      sql`SELECT 0 AS ord, 'view.updated' AS type, panel_id, id AS view_id, NULL AS data_source_id,
-          json_object('view', json_object('id', id, 'panelId', panel_id, 'name', name, 'isPublished', json('false'),
-            'publishedAt', NULL), 'reason', 'publishConfig.expiresAt') AS data
-        FROM views WHERE ${due}`,
-      now,
+    // The feed's view.updated: the view as GET answers it once unpublished.
+    ...(stored
+      ? viewEvent(
+          'view.updated',
+          unpublished(stored.view, now),
+          stored.panel,
+          now,
+          sql`EXISTS (SELECT 1 FROM views WHERE ${due})`,
+          {
+            reason: 'publishConfig.expiresAt',
+          },
+        )
+      : []
     ).map((q) => ctx.db.run(q)),
     ctx.db.run(sql`
       UPDATE views SET is_published = 0, published_at = NULL, published_by = NULL, updated_at = ${now} WHERE ${due}`),

@@ -1,6 +1,7 @@
 import { z } from '@hono/zod-openapi'
 import type { AggregationSpec, FilterCriterion, SortCriterion, views } from '../../db/schema.ts'
 import { JsonObject, QueryBoolean, TenantBody, TenantQuery, Timestamp } from '../../http/router.ts'
+import { viewPayload } from '../../rowstore/view-payload.ts'
 import { AggregationSchema, FilterList, MAX_AGGREGATIONS, SortList } from './views.criteria.schemas.ts'
 
 const ColumnVisibility = z.record(z.string().max(255), z.boolean()).openapi({ example: { Age: true, Notes: false } })
@@ -147,37 +148,6 @@ export type ViewRow = typeof views.$inferSelect
 export type ViewDto = z.infer<typeof View>
 export type { AggregationSpec, FilterCriterion, SortCriterion }
 
-/**
- * A view as the caller sees it. The password hash of a protected view is never answered; a user who
- * sees someone else's published view sees its `publishedTitle` and `description` (publishConfig) as
- * its name and description when the publisher gave them.
- */
-export const toViewDto = (row: ViewRow, panel: { id: number; name: string }, access?: { full: boolean }): ViewDto => {
-  const { passwordHash: _hash, password: _password, ...publishConfig } = (row.publishConfig ?? {}) as Record<string, unknown>
-  const shown = access && !access.full && row.isPublished
-  const title = shown && typeof publishConfig.publishedTitle === 'string' ? publishConfig.publishedTitle : row.name
-  const description = shown && typeof publishConfig.description === 'string' ? publishConfig.description : (row.description ?? '')
-  return {
-    id: row.id,
-    name: title,
-    description,
-    panelId: row.panelId,
-    userId: row.userId,
-    tenantId: row.tenantId,
-    isPublished: Boolean(row.isPublished),
-    publishedAt: row.publishedAt ?? null,
-    publishedBy: row.publishedBy ?? null,
-    publishConfig: row.publishConfig ? publishConfig : null,
-    sourceViewId: row.sourceViewId ?? null,
-    config: row.config,
-    metadata: row.metadata ?? {},
-    filters: row.filters as unknown as Record<string, unknown>[],
-    sorting: row.sorting as unknown as Record<string, unknown>[],
-    columnVisibility: row.columnVisibility ?? {},
-    aggregations: row.aggregations as unknown as Record<string, unknown>[],
-    createdAt: row.createdAt,
-    updatedAt: row.updatedAt,
-    accessedAt: row.accessedAt ?? null,
-    panel: { id: panel.id, name: panel.name },
-  }
-}
+/** A view as the caller sees it (src/rowstore/view-payload.ts, which the events share). */
+export const toViewDto = (row: ViewRow, panel: { id: number; name: string }, access?: { full: boolean }): ViewDto =>
+  viewPayload(row, panel, access)

@@ -130,7 +130,8 @@ describe('cells keep the values the source gave', () => {
       Gender: null,
       ColorPath: null,
     })
-    expect(byKey.r4).toMatchObject({ Tel: null, Labels: null, Color: [], Score: '', Flag: '', GivenAll: [], ColorPath: null })
+    // A typed column converts text: "" has no number or boolean in it (issue 20), whatever the format.
+    expect(byKey.r4).toMatchObject({ Tel: null, Labels: null, Color: [], Score: null, Flag: null, GivenAll: [], ColorPath: null })
   })
 })
 
@@ -146,13 +147,13 @@ describe('filters tell blanks from nulls', () => {
     ['Color', 'isEmpty', ['r3', 'r4']],
     ['Gender', 'isNull', ['r3', 'r4']],
     ['Gender', 'isEmpty', ['r1', 'r3', 'r4']],
-    ['Score', 'isNull', ['r3']],
+    ['Score', 'isNull', ['r3', 'r4']],
     ['Score', 'isEmpty', ['r3', 'r4']],
   ])('%s %s', async (column, operator, expected) => {
     expect(await matching(column, operator)).toEqual(expected)
   })
 
-  it('matches an element of a one-element array, 0 and false, and never a "" in a number column', async () => {
+  it('matches an element of a one-element array, 0 and false, and never a blank in a number column', async () => {
     expect(await matching('Color', 'equals', 'BLUE')).toEqual(['r1'])
     expect(await matching('Color', 'notEquals', 'blue')).toEqual(['r2', 'r3', 'r4'])
     expect(await matching('Score', 'equals', 0)).toEqual(['r1'])
@@ -229,7 +230,7 @@ describe('exports', () => {
       { Tel: '', Labels: [], Color: ['blue'], Score: 0, Flag: false },
       { Tel: '555', Labels: ['x', 'y'], Color: 'red', Score: 3, Flag: true },
       { Tel: null, Labels: null, Color: null, Score: null, Flag: null },
-      { Tel: null, Labels: null, Color: [], Score: '', Flag: '' },
+      { Tel: null, Labels: null, Color: [], Score: null, Flag: null },
     ])
   })
 
@@ -240,7 +241,7 @@ describe('exports', () => {
       '"","",blue,0,false',
       '555,x; y,red,3,true',
       ',,,,',
-      ',,"","",""',
+      ',,"",,',
     ])
   })
 

@@ -291,7 +291,7 @@ describe('password', () => {
     expect(String(stored.publish_config)).not.toContain('correct horse')
   })
 
-  it('other users send it in X-View-Password: missing and wrong ones are 403s with their own codes, then rate-limited', async () => {
+  it('other users send it in X-View-Password: missing and wrong ones are 403s with their own codes, wrong ones then rate-limited', async () => {
     const view = await published({ permissions: ['read'], userGroups: [], passwordProtected: true, password: 'correct horse' })
     expect((await w.alice.get(`/api/views/${view.id}/rows`)).status).toBe(200)
     expect(await listed(nina)).toContain(view.id)
@@ -304,7 +304,7 @@ describe('password', () => {
     const right = await nina.get(`/api/views/${view.id}/rows`, { 'X-View-Password': 'correct horse' })
     expect(right.status).toBe(200)
     expect((await exportOf(nina, view.id, { 'X-View-Password': 'correct horse' })).status).toBe(200)
-    for (let i = 0; i < 3; i++) await nina.get(`/api/views/${view.id}`, { 'X-View-Password': `guess ${i}` })
+    for (let i = 0; i < 4; i++) await nina.get(`/api/views/${view.id}`, { 'X-View-Password': `guess ${i}` })
     const limited = await nina.get(`/api/views/${view.id}/rows`, { 'X-View-Password': 'correct horse' })
     expect(limited.status).toBe(429)
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0)
@@ -312,6 +312,67 @@ describe('password', () => {
     expect((await w.bob.get(`/api/views/${view.id}/rows`, { 'X-View-Password': 'correct horse' })).status).toBe(200)
     w.t.clock.advance(16 * 60_000)
     expect((await nina.get(`/api/views/${view.id}/rows`, { 'X-View-Password': 'correct horse' })).status).toBe(200)
+  })
+
+  it('does not count requests that send no password: after many of them the right password still works', async () => {
+    const view = await published({ permissions: ['read'], userGroups: [], passwordProtected: true, password: 'correct horse' })
+    for (let i = 0; i < 8; i++) {
+      const none = await nina.get(`/api/views/${view.id}${i % 2 ? '/rows' : ''}`)
+      expect(none.status).toBe(403)
+      expect(none.body.code).toBe('VIEW_PASSWORD_REQUIRED')
+    }
+    for (let i = 0; i < 2; i++) {
+      expect((await nina.get(`/api/views/${view.id}`, { 'X-View-Password': `typo ${i}` })).body.code).toBe(
+        'VIEW_PASSWORD_INVALID',
+      )
+    }
+    expect((await nina.get(`/api/views/${view.id}/rows`, { 'X-View-Password': 'correct horse' })).status).toBe(200)
+  })
+
+  it('evaluates at most 5 of 50 wrong guesses sent at once and answers the rest 429', async () => {
+    const view = await published({ permissions: ['read'], userGroups: [], passwordProtected: true, password: 'correct horse' })
+    const answers = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => nina.get(`/api/views/${view.id}`, { 'X-View-Password': `guess ${i}` })),
+    )
+    const statuses = answers.map((a) => a.status)
+    expect(statuses.filter((s) => s === 403)).toHaveLength(5)
+    expect(statuses.filter((s) => s === 429)).toHaveLength(45)
+    const limited = answers.find((a) => a.status === 429)!
+    expect(limited.body).toMatchObject({ statusCode: 429, code: 'RATE_LIMITED', error: 'Too Many Requests' })
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0)
+    expect((await nina.get(`/api/views/${view.id}/rows`, { 'X-View-Password': 'correct horse' })).status).toBe(429)
+  })
+
+  it('gives back the slot of a right password, so right ones sent at once never add to the count', async () => {
+    const view = await published({ permissions: ['read'], userGroups: [], passwordProtected: true, password: 'correct horse' })
+    const guess = (password: string) => nina.get(`/api/views/${view.id}`, { 'X-View-Password': password })
+    for (const typo of ['typo 1', 'typo 2']) expect((await guess(typo)).status).toBe(403)
+    const right = await Promise.all([guess('correct horse'), guess('correct horse'), guess('correct horse')])
+    expect(right.map((r) => r.status)).toEqual([200, 200, 200])
+    const counted = await w.t.client.execute({
+      sql: 'SELECT count FROM view_password_failures WHERE view_id = ? AND user_id = ?',
+      args: [view.id, 'nina'],
+    })
+    expect(Number(counted.rows[0].count)).toBe(2)
+    for (const typo of ['typo 3', 'typo 4', 'typo 5']) expect((await guess(typo)).status).toBe(403)
+    expect((await guess('typo 6')).status).toBe(429)
+  })
+
+  it('deletes counts whose window ended in the scheduler step', async () => {
+    const view = await published({ permissions: ['read'], userGroups: [], passwordProtected: true, password: 'correct horse' })
+    await runMaintenanceTick(w.t.deps)
+    await nina.get(`/api/views/${view.id}`, { 'X-View-Password': 'wrong' })
+    const countRows = async () =>
+      Number(
+        (await w.t.client.execute({ sql: 'SELECT COUNT(*) AS n FROM view_password_failures WHERE view_id = ?', args: [view.id] }))
+          .rows[0].n,
+      )
+    expect(await countRows()).toBe(1)
+    expect((await runMaintenanceTick(w.t.deps)).passwordFailuresPruned).toBe(0)
+    w.t.clock.advance(15 * 60_000)
+    // Counts of the other tests' views that ended at the same time go too.
+    expect((await runMaintenanceTick(w.t.deps)).passwordFailuresPruned).toBeGreaterThanOrEqual(1)
+    expect(await countRows()).toBe(0)
   })
 })
 
