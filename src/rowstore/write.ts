@@ -96,6 +96,21 @@ export interface GenerationSwitch {
 }
 
 /**
+ * A recompute's rewrite of a panel's rows in place (new columns, a changed ViewDefinition): rows
+ * rewritten or deleted by record id, rows added per generation of a source, across the panel.
+ */
+export interface PanelRewrite {
+  panel: { tenantId: string; panelId: number }
+  write: RowWrite
+  membership: PanelMembership
+  /** Records the statements rewrite or delete, by id. */
+  ids: readonly number[]
+  /** Rows the statements add, by the generation of the source they go into. */
+  added?: readonly { dataSourceId: number; generation: number; keys: readonly string[] }[]
+  statements: readonly BatchStatement[]
+}
+
+/**
  * Writes one batch (upserts and deletes by key, the writer's own row statements) in the protocol's
  * order, commits it with the writer's statements and wakes the feed when it has events. Answers
  * the results of `with`, in order.
@@ -124,21 +139,8 @@ export async function writeRows(store: RowStore, change: BatchWrite): Promise<un
     ...deleteStatements(source, generation, deleted),
     ...(own?.statements ?? []),
   ]
-  const results = await run(
-    store,
-    [
-      ...membership.before,
-      ...before,
-      ...rows,
-      ...after,
-      ...membership.after,
-      // Rows rewritten in place: the generation no longer matches the digest of its full sync.
-      ...(write
-        ? [sql`UPDATE data_sources SET generation_digest = NULL WHERE id = ${source.id} AND generation_digest IS NOT NULL`]
-        : []),
-    ],
-    change.with ?? [],
-  )
+  const digests = write ? [forgetDigest(sql`id = ${source.id}`)] : []
+  const results = await run(store, ordered({ membership, before, rows: [...rows, ...digests], after }), change.with ?? [])
   if (write) store.live?.committed(source.tenantId)
   return results
 }
@@ -154,24 +156,57 @@ export async function switchGeneration(store: RowStore, change: GenerationSwitch
   const unchanged = change.digest !== undefined && source.generationDigest === change.digest
   const identities = unchanged ? [] : generationSwitchIdentities(write, source.id, source.currentGeneration, to, when)
   const membership = membershipStatements(await loadPanelMembership(store.db, source.tenantId, source.panelId), write)
+  const rows = [
+    sql`UPDATE data_sources SET current_generation = ${to}, generation_digest = ${change.digest ?? null}
+      WHERE id = ${source.id} AND ${when}`,
+  ]
+  // The older generations go once the views have moved.
+  const dropOlder = sql`DELETE FROM records WHERE data_source_id = ${source.id} AND generation < ${to}
+    AND (SELECT current_generation FROM data_sources WHERE id = ${source.id}) = ${to}`
   const results = await run(
     store,
-    [
-      ...membership.before,
-      ...identities,
-      sql`UPDATE data_sources SET current_generation = ${to}, generation_digest = ${change.digest ?? null}
-        WHERE id = ${source.id} AND ${when}`,
-      ...membership.after,
-      sql`DELETE FROM records WHERE data_source_id = ${source.id} AND generation < ${to}
-        AND (SELECT current_generation FROM data_sources WHERE id = ${source.id}) = ${to}`,
-    ],
+    [...ordered({ membership, before: identities, rows, after: [] }), dropOlder],
     change.with ?? [],
   )
   store.live?.committed(source.tenantId)
   return results
 }
 
+/**
+ * A recompute's rewrite of a panel's rows (PanelRewrite): the identities of the records it rewrites
+ * and of the rows it adds, its statements, the panel's digests forgotten, the membership step; one
+ * batch, then the feed is woken.
+ */
+export async function rewriteRows(store: RowStore, change: PanelRewrite): Promise<void> {
+  const { panel, write } = change
+  const before = [
+    ...recordIdentities(write, change.ids),
+    ...(change.added ?? []).flatMap((a) => upsertIdentities(write, a.dataSourceId, a.generation, a.keys)),
+  ]
+  const rows = [...change.statements, forgetDigest(sql`tenant_id = ${panel.tenantId} AND panel_id = ${panel.panelId}`)]
+  await run(store, ordered({ membership: membershipStatements(change.membership, write), before, rows, after: [] }), [])
+  store.live?.committed(panel.tenantId)
+}
+
 // --- Internal helpers ---
+
+/**
+ * THE order of a write (the module comment's steps 1 to 5): the membership step's before, the
+ * identities the write changes, the row statements, the identities of the rows written, the
+ * membership step's after. Every form above builds its batch through here.
+ */
+function ordered(parts: {
+  membership: { before: readonly SQL[]; after: readonly SQL[] }
+  before: readonly SQL[]
+  rows: readonly BatchStatement[]
+  after: readonly SQL[]
+}): BatchStatement[] {
+  return [...parts.membership.before, ...parts.before, ...parts.rows, ...parts.after, ...parts.membership.after]
+}
+
+/** Rows rewritten in place: the sources' generations no longer match the digests of their full syncs. */
+const forgetDigest = (which: SQL) =>
+  sql`UPDATE data_sources SET generation_digest = NULL WHERE ${which} AND generation_digest IS NOT NULL`
 
 /** One batch: the protocol's statements, then the writer's; answers the writer's results. */
 async function run(store: RowStore, statements: readonly BatchStatement[], own: readonly BatchStatement[]): Promise<unknown[]> {

@@ -10,7 +10,7 @@ import { pruneEvents } from '../modules/events/events.retention.ts'
 import { deliverDueWebhooks } from '../modules/subscriptions/subscriptions.queue.ts'
 import { expireDuePublications } from '../modules/views/views.expiry.ts'
 import { pruneViewPasswordFailures } from '../modules/views/views.password.ts'
-import { recomputeStalePanels } from '../rowstore/materialise.ts'
+import { recomputeStalePanels } from '../rowstore/recompute.ts'
 import type { MaintenanceReport } from './maintenance-report.ts'
 
 export type { MaintenanceReport }

@@ -5,7 +5,7 @@ import { createClient } from '@libsql/client'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { createDb } from '../../src/db/client.ts'
 import type { Deps } from '../../src/deps.ts'
-import { recomputeStalePanels } from '../../src/rowstore/materialise.ts'
+import { recomputeStalePanels } from '../../src/rowstore/recompute.ts'
 import { applyMigrations, MIGRATIONS_DIR } from '../../src/runtime/migrate.ts'
 
 /**

@@ -1,8 +1,8 @@
 import { sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
 import type { Deps } from '../../deps.ts'
-import { recomputePanel } from '../../rowstore/materialise.ts'
 import { cellPath } from '../../rowstore/query/filter-sql.ts'
+import { recomputePanel } from '../../rowstore/recompute.ts'
 
 /**
  * Matching an import's rows to the panel's rows by their `uniqueFields` (docs/import-export.md

@@ -1,0 +1,210 @@
+import { and, eq, type SQL, sql } from 'drizzle-orm'
+import type { ServiceContext } from '../context.ts'
+import { rowsAffected, runBatch } from '../db/client.ts'
+import { panels } from '../db/schema.ts'
+import type { Deps } from '../deps.ts'
+import type { LiveBus } from '../live/bus.ts'
+import { type ReadRow, type RowsTarget, rebuildRecords, recordRowsQuery } from './expand.ts'
+import { loadPanelPlan, type PanelPlan, prepareRows, rowOf } from './materialise.ts'
+import { type RowWrite, resetStatements, writeToken } from './membership.ts'
+import { loadPanelMembership, type PanelMembership } from './membership-plan.ts'
+import { insertRowStatements } from './record-sql.ts'
+import { type RowStore, rewriteRows } from './write.ts'
+
+/**
+ * Recomputing a panel's rows after its columns (or its ViewDefinition) changed: every row read in
+ * batches by id, computed with the current plan (materialise.ts), and the rows whose cells changed
+ * written back through the write protocol's rewrite (write.ts `rewriteRows`), so the views'
+ * membership moves and the feed hears of it as for any other writer.
+ */
+
+/** Rows per recompute batch: read, computed and written back together. */
+export const RECOMPUTE_BATCH = 1000
+/** Panels with more rows than this are recomputed in the background after a column change. */
+export const INLINE_RECOMPUTE_LIMIT = 5000
+
+/**
+ * Recomputes a panel's rows with its current columns, batch by batch (never loading the panel
+ * whole), writing only rows whose cells or errors changed. When the columns change again meanwhile
+ * it starts over with the new plan, so it ends with the panel marked up to date. Answers the number
+ * of rows rewritten. An aborted `stop` (a stopping service) ends it between two batches with the
+ * panel still marked stale, so the scheduler's sweep finishes it later.
+ */
+export async function recomputePanel(
+  db: Deps['db'],
+  tenantId: string,
+  panelId: number,
+  now: () => Date,
+  stop?: AbortSignal,
+  live?: LiveBus,
+): Promise<number> {
+  const store = { db, live }
+  let written = 0
+  for (;;) {
+    const plan = await loadPanelPlan(db, tenantId, panelId)
+    // Views whose columns or query changed are evaluated once at the end, not moved batch by batch
+    // (a new column is a change of the view, not of each of its rows).
+    const loaded = await loadPanelMembership(db, tenantId, panelId)
+    const redefined = loaded.views.filter((v) => v.storedKey !== null && v.storedKey !== v.key)
+    const membership = { ...loaded, views: loaded.views.filter((v) => !redefined.includes(v)) }
+    let after = 0
+    for (;;) {
+      if (stop?.aborted) return written
+      const batch = await db.all<ReadRow>(sql`
+        SELECT id, data_source_id, generation, key, record_key, data, cells, errors FROM records
+        WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} AND id > ${after}
+        ORDER BY id LIMIT ${RECOMPUTE_BATCH}`)
+      if (batch.length === 0) break
+      after = batch[batch.length - 1].id
+      const data = batch.map((r) => JSON.parse(r.data) as unknown)
+      await prepareRows(plan, data)
+      const at = now()
+      // The rewritten rows move the views' membership in the same batch (cause: recompute).
+      const write: RowWrite = {
+        tenantId,
+        panelId,
+        actorId: 'system',
+        cause: 'recompute',
+        eventKey: `recompute:${plan.version}:${after}`,
+        token: writeToken(),
+        at: at.toISOString(),
+      }
+      if (plan.view || batch.some((r) => r.record_key !== null)) {
+        const rebuilt = await rebuildBatch(store, { tenantId, panelId, plan, batch, at }, membership, write)
+        membership.views = membership.views.map((v) => (v.where ? { ...v, storedKey: v.key } : v))
+        written += rebuilt
+        continue
+      }
+      const changed: unknown[] = []
+      for (const [i, r] of batch.entries()) {
+        const row = rowOf(plan, r.data_source_id, data[i], at)
+        const cells = JSON.stringify(row.cells)
+        const errors = row.errors.length > 0 ? JSON.stringify(row.errors) : null
+        if (cells !== r.cells || errors !== r.errors) changed.push([r.id, row.cells, row.errors.length > 0 ? row.errors : null])
+      }
+      if (changed.length === 0) continue
+      // `+records.tenant_id` keeps SQLite from driving the update by the tenant index (a scan of
+      // every tenant row per payload row); the row ids come from a tenant-scoped read anyway.
+      await rewriteRows(store, {
+        panel: { tenantId, panelId },
+        write,
+        membership,
+        ids: changed.map((c) => (c as [number])[0]),
+        statements: [
+          sql`
+          UPDATE records SET cells = j.value -> 1, errors = nullif(j.value -> 2, 'null'), cells_version = ${plan.version}
+          FROM json_each(${JSON.stringify(changed)}) j
+          WHERE records.id = j.value ->> 0 AND +records.tenant_id = ${tenantId}`,
+        ],
+      })
+      membership.views = membership.views.map((v) => (v.where ? { ...v, storedKey: v.key } : v))
+      written += changed.length
+    }
+    const resets = redefined.flatMap((v) => resetStatements(loaded, v, { at: now().toISOString() }))
+    if (resets.length > 0) {
+      await runBatch(db, resets)
+      live?.committed(tenantId)
+    }
+    const done = await db.run(sql`
+      UPDATE panels SET materialised_version = ${plan.version}
+      WHERE id = ${panelId} AND tenant_id = ${tenantId} AND columns_version = ${plan.version}`)
+    if (rowsAffected(done) > 0) return written
+    const [panel] = await db
+      .select({ id: panels.id })
+      .from(panels)
+      .where(and(eq(panels.id, panelId), eq(panels.tenantId, tenantId)))
+    if (!panel) return written
+  }
+}
+
+/**
+ * After a column change: small panels are recomputed before the answer, large ones in the
+ * background through `ctx.defer` (the scheduler's step also picks up any panel left stale: one
+ * handed back at shutdown, or cut short on Workers).
+ */
+export async function recomputeAfterColumnChange(ctx: ServiceContext, panelId: number): Promise<void> {
+  const [{ n }] = await ctx.db.all<{ n: number }>(
+    sql`SELECT count(*) AS n FROM records WHERE tenant_id = ${ctx.scope.tenantId} AND panel_id = ${panelId}`,
+  )
+  const run = () => recomputePanel(ctx.db, ctx.scope.tenantId, panelId, () => ctx.clock.now(), ctx.stopping, ctx.live)
+  if (Number(n) <= INLINE_RECOMPUTE_LIMIT) {
+    await run()
+    return
+  }
+  ctx.defer(run(), { what: 'recompute', tenantId: ctx.scope.tenantId, panelId })
+}
+
+/** Columns changed while a sync wrote rows with the older plan: bring those rows up to date. */
+export async function catchUpColumnChanges(ctx: ServiceContext, panelId: number, plan: PanelPlan) {
+  const [panel] = await ctx.db.all<{ v: number }>(sql`SELECT columns_version AS v FROM panels WHERE id = ${panelId}`)
+  if (panel && Number(panel.v) !== plan.version) await recomputeAfterColumnChange(ctx, panelId)
+}
+
+/** The scheduler's sweep: recomputes panels whose rows are stale (at most `limit` panels per call). */
+export async function recomputeStalePanels(deps: Deps, limit = 5): Promise<number> {
+  const stale = await deps.db.all<{ id: number; tenant_id: string }>(sql`
+    SELECT id, tenant_id FROM panels
+    WHERE deleted_at IS NULL AND materialised_version <> columns_version
+    LIMIT ${limit}`)
+  let rows = 0
+  for (const p of stale) {
+    rows += await recomputePanel(deps.db, p.tenant_id, p.id, () => deps.clock.now(), deps.stopping, deps.live)
+  }
+  return rows
+}
+
+// --- Internal helpers ---
+
+/** A recompute batch of a panel defined by a view (or left by one): its records stored again, rows added and removed. */
+async function rebuildBatch(
+  store: RowStore,
+  { tenantId, panelId, plan, batch, at }: { tenantId: string; panelId: number; plan: PanelPlan; batch: ReadRow[]; at: Date },
+  membership: PanelMembership,
+  write: RowWrite,
+) {
+  const { db } = store
+  const groups = new Map<string, { target: RowsTarget; keys: Set<string> }>()
+  for (const r of batch) {
+    const id = `${r.data_source_id}:${r.generation}`
+    const group = groups.get(id) ?? { target: { dataSourceId: r.data_source_id, generation: r.generation }, keys: new Set() }
+    groups.set(id, group)
+    group.keys.add(r.record_key ?? r.key)
+  }
+  const existing = (
+    await Promise.all([...groups.values()].map((g) => db.all<ReadRow>(recordRowsQuery(tenantId, panelId, g.target, [...g.keys]))))
+  ).flat()
+  const change = rebuildRecords(plan.view, batch, existing, (row, dataSourceId) => {
+    const { cells, errors } = rowOf(plan, dataSourceId, row.data, at, row)
+    return { cells: JSON.stringify(cells), errors: errors.length > 0 ? JSON.stringify(errors) : null }
+  })
+  const now = at.toISOString()
+  const statements: SQL[] = []
+  if (change.deleteIds.length > 0) {
+    statements.push(sql`DELETE FROM records WHERE id IN (SELECT value FROM json_each(${JSON.stringify(change.deleteIds)}))
+      AND +tenant_id = ${tenantId}`)
+  }
+  if (change.updates.length > 0) {
+    statements.push(sql`
+      UPDATE records SET cells = json(j.value ->> 1), errors = j.value ->> 2, record_key = j.value ->> 3,
+        cells_version = ${plan.version}, updated_at = ${now}
+      FROM json_each(${JSON.stringify(change.updates)}) j
+      WHERE records.id = j.value ->> 0 AND +records.tenant_id = ${tenantId}`)
+  }
+  const added = []
+  for (const { target, rows } of change.inserts) {
+    added.push({ ...target, keys: rows.map((r) => r.key) })
+    const payload = rows.map((r) => ({
+      key: r.key,
+      recordKey: r.recordKey,
+      data: r.json,
+      cells: r.cells,
+      errors: r.errors ?? 'null',
+    }))
+    statements.push(...insertRowStatements({ tenantId, panelId, ...target }, payload, plan.version, now, 'replace'))
+  }
+  if (statements.length > 0) {
+    const ids = [...change.deleteIds, ...change.updates.map((u) => u[0] as number)]
+    await rewriteRows(store, { panel: { tenantId, panelId }, write, membership, ids, added, statements })
+  }
+  return change.deleteIds.length + change.updates.length + change.inserts.reduce((n, g) => n + g.rows.length, 0)
+}
