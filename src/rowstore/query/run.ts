@@ -10,14 +10,15 @@ import {
   medianSql,
   overallSql,
 } from './aggregate.ts'
+import { afterSql, orderByTerms } from './order.ts'
 import type { PreparedRows } from './prepare.ts'
 import { type RecordRow, type Row, toRow } from './row-shape.ts'
 import { summaryKey } from './summary.ts'
 
 /**
  * Runs prepared row queries: one page with its total (and groups and aggregations when the view
- * asks), read in one batch so they describe the same state; and every matching row in id-keyset
- * batches for exports.
+ * asks), read in one batch so they describe the same state; and every matching row in keyset
+ * batches, in the same order, for exports.
  */
 
 export interface RowsPage {
@@ -73,17 +74,35 @@ export async function queryRowsPage(ctx: ServiceContext, q: PreparedRows, offset
 export interface RowBatchOptions {
   /** Rows per batch (default 1000). */
   batchSize?: number
+  /**
+   * Record ids read ahead per keyset step of a sorted query (default 20 batches): the rows in scope
+   * are sorted once per step, so fewer, longer steps cost less; a step holds only ids and sort values.
+   */
+  windowSize?: number
   /** Stop after this many rows. */
   maxRows?: number
 }
 
 /**
- * Every row of a prepared query in batches by ascending record id (keyset, no OFFSET), so a long
- * export never re-reads what it has passed. Each batch is one short read.
+ * Every row of a prepared query, in the query's order (the order the rows endpoints page in), in
+ * batches, never with OFFSET, so a long export never re-reads what it has passed and holds one
+ * batch at a time. A query without sort terms walks record ids (`r.id > ?`); a sorted one walks
+ * keyset steps over its sort terms plus the id (order.ts `afterSql`): each step reads the next
+ * `windowSize` ids with their sort values, then the rows of those ids batch by batch.
  */
 export async function* rowBatches(ctx: ServiceContext, q: PreparedRows, options: RowBatchOptions = {}): AsyncGenerator<Row[]> {
   const size = Math.max(1, Math.min(options.batchSize ?? 1000, 10_000))
-  let left = options.maxRows ?? Number.POSITIVE_INFINITY
+  const window = Math.max(size, Math.min(options.windowSize ?? size * 20, 100_000))
+  const maxRows = options.maxRows ?? Number.POSITIVE_INFINITY
+  if (q.terms.length === 0) yield* idBatches(ctx, q, size, maxRows)
+  else yield* sortedBatches(ctx, q, size, window, maxRows)
+}
+
+// --- Internal helpers ---
+
+/** Batches in record-id order, straight from the (tenant, panel) index. */
+async function* idBatches(ctx: ServiceContext, q: PreparedRows, size: number, maxRows: number): AsyncGenerator<Row[]> {
+  let left = maxRows
   let after = 0
   while (left > 0) {
     const n = Math.min(size, left)
@@ -98,7 +117,52 @@ export async function* rowBatches(ctx: ServiceContext, q: PreparedRows, options:
   }
 }
 
-// --- Internal helpers ---
+/**
+ * Batches in the order of the query's sort terms, then id. Each keyset step sorts the rows in
+ * scope after the last row of the previous step (its sort values and id, bound as the one-row
+ * table `last`) and keeps the first `window` ids; their rows are then read `size` at a time.
+ */
+async function* sortedBatches(
+  ctx: ServiceContext,
+  q: PreparedRows,
+  size: number,
+  window: number,
+  maxRows: number,
+): AsyncGenerator<Row[]> {
+  // The terms computed once per row, as columns k0, k1, … of `w`; the keyset and the sort name those.
+  const values = sql.join(
+    q.terms.map((t, i) => sql`${t.value} AS ${sql.raw(`k${i}`)}`),
+    sql`, `,
+  )
+  const named = q.terms.map((t, i) => ({ ...t, value: sql.raw(`w.k${i}`) }))
+  const columns = sql.raw(['w.id', ...q.terms.map((_, i) => `w.k${i}`)].join(', '))
+  const lastColumns = sql.raw([...q.terms.map((_, i) => `k${i}`), 'id'].join(', '))
+  let left = maxRows
+  let last: unknown[] | undefined
+  while (left > 0) {
+    const n = Math.min(window, left)
+    const head = last
+      ? sql`WITH last (${lastColumns}) AS (VALUES (${sql.join(
+          last.map((v) => sql`${v}`),
+          sql`, `,
+        )})) `
+      : sql``
+    const step = await ctx.db.all<Record<string, unknown>>(sql`${head}SELECT ${columns}
+      FROM (SELECT r.id AS id, ${values} ${q.scope}) w
+      ${last ? sql`WHERE ${afterSql(named, 'w.id', 'last')}` : sql``}
+      ORDER BY ${orderByTerms(named, 'w.id')} LIMIT ${n}`)
+    for (let i = 0; i < step.length; i += size) {
+      const ids = step.slice(i, i + size).map((r) => Number(r.id))
+      const records = await ctx.db.all<RecordRow>(sql`SELECT x.id, x.data_source_id, x.cells, x.errors
+        FROM json_each(${JSON.stringify(ids)}) j JOIN records x ON x.id = j.value ORDER BY j.key`)
+      if (records.length > 0) yield records.map((r) => toRow(r, q.visible))
+    }
+    left -= step.length
+    if (step.length < n) return
+    const end = step[step.length - 1]
+    last = [...q.terms.map((_, i) => end[`k${i}`]), end.id]
+  }
+}
 
 /**
  * The page: record ids sorted and cut from the row index alone, then only those records read, in
