@@ -18,7 +18,7 @@ import { CONTENT_TYPES, EXTENSIONS, type ExportColumn, type ExportFormat, type F
  * How an export reads its rows (run.ts `rowBatches`): rows per batch, and, for a sorted view, ids
  * per keyset step (each step sorts the rows in scope once). Tests make them small to cross several.
  */
-export const exportBatching = { rows: 2000, window: 50_000 }
+export const exportBatching = { rows: 2000, window: 100_000 }
 
 export interface ExportDownload {
   body: ReadableStream<Uint8Array>

@@ -45,7 +45,7 @@ beforeEach(async () => {
 
 afterEach(() => {
   exportBatching.rows = 2000
-  exportBatching.window = 50_000
+  exportBatching.window = 100_000
 })
 
 async function createView(body: Record<string, unknown>): Promise<number> {
