@@ -165,6 +165,20 @@ describe('exports stream in the view order', () => {
     const byCustom = (await jsonRows(custom)).map((r) => r.Code)
     expect(byCustom).toEqual(await pagedCodes(custom))
     expect(byCustom.slice(0, 5)).toEqual(['r03', 'r08', 'r13', 'r18', 'r23'])
+    // A custom order of more than 20 values is one JSON parameter rather than a CASE (order.ts).
+    const long = await createView({
+      sorting: [
+        {
+          columnTitle: 'Family',
+          direction: 'desc',
+          customOrder: [...Array.from({ length: 20 }, (_, i) => `x${i}`), 'mensah'],
+          priority: 1,
+        },
+      ],
+    })
+    const byLong = (await jsonRows(long)).map((r) => r.Code)
+    expect(byLong).toEqual(await pagedCodes(long))
+    expect(byLong.slice(0, 4)).toEqual(['r07', 'r17', 'r27', 'r03'])
     const grouped = await createView({
       config: { columns: ['Code', 'Family', 'Due', 'Rank'], groupBy: ['Rank'], layout: 'table' },
       sorting: [{ columnTitle: 'Family', direction: 'desc', priority: 1 }],
