@@ -44,9 +44,9 @@ export interface PreparedRows {
   /** `FROM … WHERE …` selecting the rows in scope (alias `r`). */
   scope: SQL
   /**
-   * The same rows read in record-id order through the (tenant, panel) index: for keyset batches
-   * (`r.id > ?` … `ORDER BY r.id`), which the cell index would otherwise answer by sorting the
-   * whole panel once per batch.
+   * The same rows read in record-id order through the (tenant, panel) index: for the keyset batches
+   * of a query without sort terms (`r.id > ?` … `ORDER BY r.id`), which the cell index would
+   * otherwise answer by sorting the whole panel once per batch.
    */
   idScope: SQL
   order: SQL
