@@ -7,6 +7,9 @@
  *     before the view's summary is cached);
  *   - a grouped view with 3 aggregations (p50/p95, and the first request);
  *   - a CSV export of every row (rows/s);
+ *   - the cost of exporting in a view's order (issue 20 item 7): a CSV export of every row sorted
+ *     by two keys (Family asc, Birth Date desc: keyset steps over the sort) against the same rows
+ *     in record-id order (no sort), alternating call by call in the same run. Goal: ≤ 10 % slower at p50;
  *   - the recompute of one calculated column after its formula changes (rows/s);
  *   - the read audit's cost (issue 12 point 6): the view page and the CSV export with the audit on
  *     and off, interleaved in the same run (the audit is switched on the bench's own deps; there
@@ -121,6 +124,36 @@ async function run(dir: string) {
     if (!body.groups?.length) throw new Error('no groups answered')
   })
 
+  const unsorted = await json('POST', '/api/views', {
+    name: 'Everyone',
+    panelId: panel.id,
+    config: { columns: [], groupBy: [], layout: 'table' },
+  })
+  const sorted = await json('POST', '/api/views', {
+    name: 'Everyone by family',
+    panelId: panel.id,
+    config: { columns: [], groupBy: [], layout: 'table' },
+    sorting: [
+      { columnTitle: 'Family', direction: 'asc', priority: 1 },
+      { columnTitle: 'Birth Date', direction: 'desc', priority: 2 },
+    ],
+  })
+  let orderedRows = 0
+  let sortedNow = false
+  const orderCall = async () => {
+    const text = await (await call('GET', `/api/views/${(sortedNow ? sorted : unsorted).id}/export?format=csv`)).text()
+    orderedRows = text.split('\n').filter(Boolean).length - 1
+    if (orderedRows !== ROWS) throw new Error(`an export of ${orderedRows} rows`)
+  }
+  // "on" is the sorted view, "off" the same rows in record-id order.
+  const byOrder = await alternating(
+    EXPORT_REPEAT,
+    (on) => {
+      sortedNow = on
+    },
+    orderCall,
+  )
+
   const e0 = performance.now()
   const csv = await (await call('GET', `/api/views/${grouped.id}/export?format=csv`)).text()
   const exportSeconds = (performance.now() - e0) / 1000
@@ -177,6 +210,10 @@ async function run(dir: string) {
     console.log(
       `| ${name} | audit on p50 ${m.on.toFixed(digits)} ${unit}, off p50 ${m.off.toFixed(digits)} ${unit}: ${slower(m) >= 0 ? '+' : ''}${slower(m).toFixed(1)} % | ≤ 5 % slower: ${verdict(slower(m) <= 5)} |`,
     )
+  const orderCost = (byOrder.on / byOrder.off - 1) * 100
+  console.log(
+    `| CSV export of ${orderedRows.toLocaleString('en')} rows in the view's order (2 sort keys) vs record-id order | sorted p50 ${byOrder.on.toFixed(0)} ms (${rate(orderedRows, byOrder.on / 1000)} rows/s), id order p50 ${byOrder.off.toFixed(0)} ms (${rate(orderedRows, byOrder.off / 1000)} rows/s): ratio ${(byOrder.off / byOrder.on).toFixed(2)} | ≤ 10 % slower: ${verdict(orderCost <= 10)} |`,
+  )
   cost('read audit: view page (50 rows)', auditedPage, 'ms', 2)
   cost(`read audit: CSV export of ${exported.toLocaleString('en')} rows`, auditedExport, 'ms', 0)
   console.log(`\n(${Number(records).toLocaleString('en')} access records written by this run)`)

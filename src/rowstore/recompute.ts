@@ -186,7 +186,7 @@ async function rebuildBatch(
   if (change.updates.length > 0) {
     statements.push(sql`
       UPDATE records SET cells = json(j.value ->> 1), errors = j.value ->> 2, record_key = j.value ->> 3,
-        cells_version = ${plan.version}, updated_at = ${now}
+        cells_version = ${plan.version}
       FROM json_each(${JSON.stringify(change.updates)}) j
       WHERE records.id = j.value ->> 0 AND +records.tenant_id = ${tenantId}`)
   }

@@ -36,6 +36,17 @@ export interface RowPayload {
 export const sourceExists = (dataSourceId: number) => sql`EXISTS (SELECT 1 FROM data_sources WHERE id = ${dataSourceId})`
 
 /**
+ * `updated_at` of a row written now: when its data last changed. A row whose key the source's
+ * visible generation holds with the same data keeps that row's time, so a full sync (which writes a
+ * new generation) or a rewrite in place that brings nothing new changes no record's time, and
+ * `$viewdefinition-run`'s `_since` finds only what changed (docs/sql-on-fhir.md). Recomputed cells
+ * do not count: the time is the data's, not the cells'.
+ */
+const dataChangedAt = (dataSourceId: number, now: string) => sql`coalesce((SELECT p.updated_at FROM records p
+  WHERE p.data_source_id = ${dataSourceId} AND p.generation = (SELECT current_generation FROM data_sources WHERE id = ${dataSourceId})
+    AND p.key = j.value ->> 0 AND p.data = j.value -> 1), ${now})`
+
+/**
  * INSERTs of stored rows (cells computed already) into one generation, one JSON parameter per
  * statement expanded by `json_each`, only while the source exists. A key already there is replaced
  * (`replace`: syncs, last read wins) or kept (`keep`: an import never overwrites a record created
@@ -68,7 +79,8 @@ export function insertRowStatements(
       INSERT INTO records (tenant_id, panel_id, data_source_id, generation, key, record_key, data, cells, errors, cells_version,
                            created_at, updated_at)
       SELECT ${target.tenantId}, ${target.panelId}, ${target.dataSourceId}, ${target.generation}, j.value ->> 0,
-        ${keyed ? sql`j.value ->> 4` : sql`NULL`}, j.value -> 1, j.value -> 2, nullif(j.value -> 3, 'null'), ${version}, ${now}, ${now}
+        ${keyed ? sql`j.value ->> 4` : sql`NULL`}, j.value -> 1, j.value -> 2, nullif(j.value -> 3, 'null'), ${version}, ${now},
+        ${dataChangedAt(target.dataSourceId, now)}
       FROM json_each(${`[${items.join(',')}]`}) j WHERE ${sourceExists(target.dataSourceId)}
       ON CONFLICT (data_source_id, generation, key) ${conflict}`)
   }

@@ -14,7 +14,7 @@ const exportRoute = createRoute({
   summary: 'Download every row of a view as csv, json, excel (xlsx) or pdf',
   description:
     'ExportConfig as query parameters; `dateRange` as `dateRange[start]`/`dateRange[end]`/`dateRange[column]` or as JSON. ' +
-    'Streams all matching rows (the view’s filters and columns, the panel’s cohort rule), in record order, up to `maxRows`; ' +
+    'Streams all matching rows (the view’s filters and columns, the panel’s cohort rule), in the view’s order (as `GET /views/{id}/rows` pages them), up to `maxRows`; ' +
     '`compression=gzip` answers a .gz file. A published view of another user whose `publishConfig.allowDownload` is false is a 403. See docs/import-export.md.',
   security: bearer,
   middleware: auditAccess('export', 'view'),

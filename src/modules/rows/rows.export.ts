@@ -14,8 +14,11 @@ import { type DateRange, dateRangeOf, type ExportQueryInput } from './rows.expor
 import { writeCsv, writeJson } from './rows.export.text.ts'
 import { CONTENT_TYPES, EXTENSIONS, type ExportColumn, type ExportFormat, type FormatWriter } from './rows.export.types.ts'
 
-/** Rows read per batch of an export. */
-const EXPORT_BATCH = 2000
+/**
+ * How an export reads its rows (run.ts `rowBatches`): rows per batch, and, for a sorted view, ids
+ * per keyset step (each step sorts the rows in scope once). Tests make them small to cross several.
+ */
+export const exportBatching = { rows: 2000, window: 100_000 }
 
 export interface ExportDownload {
   body: ReadableStream<Uint8Array>
@@ -26,7 +29,8 @@ export interface ExportDownload {
 /**
  * `GET /api/views/{viewId}/export` (DATA-ENGINE: export; docs/import-export.md): every row of the
  * view (its filters, the panel's cohort rule, its columns), narrowed by `dateRange`, up to
- * `maxRows`, streamed in record order batch by batch through the format's writer, gzip-compressed
+ * `maxRows`, streamed in the view's order (the order its rows endpoint pages in: groups, sorts,
+ * blanks, ties by record id) batch by batch through the format's writer, gzip-compressed
  * on request. The view must be readable by the caller (404 otherwise); a published view of
  * someone else whose `publishConfig.allowDownload` is false is a 403. Problems with the query are
  * found before the download starts, so they are ordinary 400s.
@@ -48,7 +52,7 @@ export async function exportView(ctx: ServiceContext, viewId: number, q: ExportQ
   const batches =
     q.includeData === false
       ? (async function* () {})()
-      : rowBatches(ctx, prepared, { batchSize: EXPORT_BATCH, maxRows: q.maxRows })
+      : rowBatches(ctx, prepared, { batchSize: exportBatching.rows, windowSize: exportBatching.window, maxRows: q.maxRows })
   const writer = writerFor(q.format, ctx.runtime)
   // The library of a binary format is loaded before the response starts: a runtime without it is a 400.
   if (q.format === 'excel') await loadExcelJs(ctx.runtime)

@@ -156,7 +156,11 @@ async function requirePanelSource(ctx: ServiceContext, panelId: number, id: numb
   if (!found) throw notFound('Data source', id, ctx.scope.tenantId)
 }
 
-/** The resource type of a flat view of the panel: its first FHIR source's, else `Basic`. */
+/**
+ * The resource type of a flat view of the panel: the one its first FHIR source names, else that of
+ * its first record (any source: a file, an API or a webhook may hold FHIR resources), else `Basic`.
+ * A run of the view over the panel's source then reads the resources the panel shows.
+ */
 async function resourceOf(ctx: ServiceContext, panelId: number): Promise<string> {
   const sources = await ctx.db
     .select({ config: dataSources.config })
@@ -167,8 +171,16 @@ async function resourceOf(ctx: ServiceContext, panelId: number): Promise<string>
     const types = config.resourceType ?? (Array.isArray(config.resourceTypes) ? config.resourceTypes[0] : undefined)
     if (typeof types === 'string' && types !== '') return types
   }
-  return 'Basic'
+  const [first] = await ctx.db.all<{ type: unknown }>(sql`
+    SELECT r.data ->> '$.resourceType' AS type FROM records r INDEXED BY records_tenant_panel_idx
+    JOIN data_sources s ON s.id = r.data_source_id AND s.tenant_id = ${ctx.scope.tenantId}
+    WHERE r.tenant_id = ${ctx.scope.tenantId} AND r.panel_id = ${panelId} AND r.generation = s.current_generation
+    ORDER BY r.id LIMIT 1`)
+  return typeof first?.type === 'string' && RESOURCE_TYPE.test(first.type) ? first.type : 'Basic'
 }
+
+/** A FHIR resource type name. */
+const RESOURCE_TYPE = /^[A-Z][A-Za-z]{1,63}$/
 
 /**
  * The column writes that make the panel's base columns the view's: same-named base columns

@@ -41,8 +41,10 @@ export function readRunParameters(body: RunParametersInput, storedId?: number): 
   const readOne = (p: Record<string, unknown>, i: number) => {
     const at = `parameter[${i}]`
     const name = p.name
-    const bad = (field: string, message: string) => issues.push({ path: `${at}.${field}`, message })
-    if (typeof name !== 'string') return bad('name', 'required')
+    if (typeof name !== 'string') return issues.push({ path: `${at}.name`, message: 'required' })
+    // A value's message names its parameter (`_format must be …`): the path only says where it stands.
+    const bad = (field: string, message: string) =>
+      issues.push({ path: `${at}.${field}`, message: field === 'name' ? message : `${name} ${message}` })
     if (name !== 'resource' && seen.has(name)) return bad('name', `${name} may be given once`)
     seen.add(name)
     switch (name) {
@@ -115,7 +117,9 @@ export function readRunParameters(body: RunParametersInput, storedId?: number): 
   if (request.since !== undefined && request.source === undefined) {
     issues.push({ path: 'parameter', message: '_since applies to a source only' })
   }
-  if (issues.length > 0) throw invalid(issues, 'Invalid $viewdefinition-run parameters')
+  if (issues.length > 0) {
+    throw invalid(issues, `Invalid $viewdefinition-run parameters: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`)
+  }
   return request
 }
 

@@ -21,18 +21,57 @@ export interface SortKey {
 /** Custom orders up to this many values are a CASE of parameters; longer ones one JSON parameter. */
 const INLINE_CUSTOM_ORDER = 20
 
-export function orderSql(keys: SortKey[]): SQL {
-  const parts: SQL[] = []
+/**
+ * One term of an ORDER BY: a value, its direction and (text kinds) NOCASE. The terms of a row query
+ * are its sort; the record id (ascending) follows them. Exports walk the same terms as a keyset
+ * (`afterSql`), so what they stream is in exactly the order the rows endpoints page.
+ */
+export interface OrderTerm {
+  value: SQL
+  desc: boolean
+  nocase: boolean
+}
+
+/** The terms of `keys`, in order: per key its blank flag, its custom rank (if any), then its value. */
+export function orderTerms(keys: SortKey[]): OrderTerm[] {
+  const terms: OrderTerm[] = []
   for (const key of keys) {
     // Blanks (null, "", and [] whose first element is null) sort as one: their ties go to the row id.
     const v = sql`nullif(${sortValue(key.column)}, '')`
-    parts.push(sql`(${v} IS NULL) ${sql.raw(key.nullsFirst ? 'DESC' : 'ASC')}`)
-    if (key.customOrder?.length) parts.push(customRank(v, key.customOrder))
-    const dir = sql.raw(key.direction === 'desc' ? 'DESC' : 'ASC')
-    parts.push(isTextual(key.column.kind) ? sql`${v} COLLATE NOCASE ${dir}` : sql`${v} ${dir}`)
+    terms.push({ value: sql`(${v} IS NULL)`, desc: key.nullsFirst === true, nocase: false })
+    if (key.customOrder?.length) terms.push({ value: customRank(v, key.customOrder), desc: false, nocase: false })
+    terms.push({ value: v, desc: key.direction === 'desc', nocase: isTextual(key.column.kind) })
   }
-  parts.push(sql`r.id ASC`)
+  return terms
+}
+
+/** ORDER BY of the terms, then the record id (`id`: how the query names it). */
+export function orderByTerms(terms: OrderTerm[], id = 'r.id'): SQL {
+  const parts = terms.map((t) => sql`${compared(t)} ${sql.raw(t.desc ? 'DESC' : 'ASC')}`)
+  parts.push(sql.raw(`${id} ASC`))
   return sql.join(parts, sql`, `)
+}
+
+export const orderSql = (keys: SortKey[]): SQL => orderByTerms(orderTerms(keys))
+
+/**
+ * The rows after one row in the order of `terms`, then `id`: the first term whose value differs
+ * decides (`IS` makes two blanks, i.e. nulls, equal). The row's values are read from `last`, a
+ * one-row table with columns `k0`, `k1`, … and `id` that the caller binds, so each value is one
+ * parameter however many alternatives name it (D1 allows 100 per statement).
+ */
+export function afterSql(terms: OrderTerm[], id: string, last: string): SQL {
+  const at = (column: string) => sql.raw(`(SELECT ${column} FROM ${last})`)
+  const alternatives: SQL[] = []
+  for (let i = 0; i <= terms.length; i++) {
+    const equal = terms.slice(0, i).map((t, j) => sql`${compared(t)} IS ${at(`k${j}`)}`)
+    const beyond =
+      i < terms.length
+        ? sql`${compared(terms[i])} ${sql.raw(terms[i].desc ? '<' : '>')} ${at(`k${i}`)}`
+        : sql`${sql.raw(id)} > ${at('id')}`
+    alternatives.push(sql`(${sql.join([...equal, beyond], sql` AND `)})`)
+  }
+  return sql`(${sql.join(alternatives, sql` OR `)})`
 }
 
 /** The value a column sorts by: the cell, or its first element when it holds an array. */
@@ -45,7 +84,10 @@ function customRank(v: SQL, order: string[]): SQL {
   const lowered = order.map((o) => o.toLowerCase())
   if (lowered.length <= INLINE_CUSTOM_ORDER) {
     const whens = lowered.map((o, i) => sql`WHEN ${o} THEN ${sql.raw(String(i))}`)
-    return sql`CASE ${text} ${sql.join(whens, sql` `)} ELSE ${sql.raw(String(lowered.length))} END ASC`
+    return sql`(CASE ${text} ${sql.join(whens, sql` `)} ELSE ${sql.raw(String(lowered.length))} END)`
   }
-  return sql`ifnull((SELECT min(key) FROM json_each(${JSON.stringify(lowered)}) WHERE value = ${text}), ${sql.raw(String(lowered.length))}) ASC`
+  return sql`ifnull((SELECT min(key) FROM json_each(${JSON.stringify(lowered)}) WHERE value = ${text}), ${sql.raw(String(lowered.length))})`
 }
+
+/** A term's value as it is compared: text kinds case-insensitively. */
+const compared = (t: OrderTerm): SQL => (t.nocase ? sql`${t.value} COLLATE NOCASE` : t.value)

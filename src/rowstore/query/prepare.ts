@@ -14,7 +14,7 @@ import { invalid } from '../../errors.ts'
 import type { AggregateSpec } from './aggregate.ts'
 import { loadPanelColumns } from './columns.ts'
 import { filterSql, searchSql } from './filter-sql.ts'
-import { orderSql, type SortKey } from './order.ts'
+import { type OrderTerm, orderByTerms, orderTerms, type SortKey } from './order.ts'
 import { ensureRowIndex } from './row-index.ts'
 import { visibleColumns } from './row-shape.ts'
 
@@ -44,12 +44,14 @@ export interface PreparedRows {
   /** `FROM … WHERE …` selecting the rows in scope (alias `r`). */
   scope: SQL
   /**
-   * The same rows read in record-id order through the (tenant, panel) index: for keyset batches
-   * (`r.id > ?` … `ORDER BY r.id`), which the cell index would otherwise answer by sorting the
-   * whole panel once per batch.
+   * The same rows read in record-id order through the (tenant, panel) index: for the keyset batches
+   * of a query without sort terms (`r.id > ?` … `ORDER BY r.id`), which the cell index would
+   * otherwise answer by sorting the whole panel once per batch.
    */
   idScope: SQL
   order: SQL
+  /** The terms `order` sorts by before the record id (none: record-id order); exports walk them as a keyset. */
+  terms: OrderTerm[]
   /** The columns a row carries, in order. */
   visible: ColumnRef[]
   groupBy: ColumnRef[]
@@ -113,11 +115,13 @@ export async function prepareRows(ctx: ServiceContext, source: RowSource, params
   }
   // Grouped rows come group by group (keys ascending, blanks last), then in the view's order.
   const grouped: SortKey[] = groupBy.map((column) => ({ column, direction: 'asc' }))
+  const terms = orderTerms([...grouped, ...keys])
   return {
     panelId: panel.id,
     scope: scopeSql(ctx.scope.tenantId, panel.id, conditions),
     idScope: scopeSql(ctx.scope.tenantId, panel.id, conditions, true),
-    order: orderSql([...grouped, ...keys]),
+    order: orderByTerms(terms),
+    terms,
     visible: view ? visibleColumns(limits?.viewIsTheCallers ? reachable : columns.list, view) : columns.list,
     groupBy,
     aggregations,

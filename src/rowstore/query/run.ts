@@ -10,14 +10,15 @@ import {
   medianSql,
   overallSql,
 } from './aggregate.ts'
+import { afterSql, orderByTerms } from './order.ts'
 import type { PreparedRows } from './prepare.ts'
 import { type RecordRow, type Row, toRow } from './row-shape.ts'
 import { summaryKey } from './summary.ts'
 
 /**
  * Runs prepared row queries: one page with its total (and groups and aggregations when the view
- * asks), read in one batch so they describe the same state; and every matching row in id-keyset
- * batches for exports.
+ * asks), read in one batch so they describe the same state; and every matching row in keyset
+ * batches, in the same order, for exports.
  */
 
 export interface RowsPage {
@@ -73,17 +74,35 @@ export async function queryRowsPage(ctx: ServiceContext, q: PreparedRows, offset
 export interface RowBatchOptions {
   /** Rows per batch (default 1000). */
   batchSize?: number
+  /**
+   * Record ids read ahead per keyset step of a sorted query (default 50 batches): the rows in scope
+   * are sorted once per step, so fewer, longer steps cost less; a step holds only ids.
+   */
+  windowSize?: number
   /** Stop after this many rows. */
   maxRows?: number
 }
 
 /**
- * Every row of a prepared query in batches by ascending record id (keyset, no OFFSET), so a long
- * export never re-reads what it has passed. Each batch is one short read.
+ * Every row of a prepared query, in the query's order (the order the rows endpoints page in), in
+ * batches, never with OFFSET, so a long export never re-reads what it has passed and holds one
+ * batch at a time. A query without sort terms walks record ids (`r.id > ?`); a sorted one walks
+ * keyset steps over its sort terms plus the id (order.ts `afterSql`): each step reads the next
+ * `windowSize` ids, then the rows of those ids batch by batch.
  */
 export async function* rowBatches(ctx: ServiceContext, q: PreparedRows, options: RowBatchOptions = {}): AsyncGenerator<Row[]> {
   const size = Math.max(1, Math.min(options.batchSize ?? 1000, 10_000))
-  let left = options.maxRows ?? Number.POSITIVE_INFINITY
+  const window = Math.max(size, Math.min(options.windowSize ?? size * 50, 200_000))
+  const maxRows = options.maxRows ?? Number.POSITIVE_INFINITY
+  if (q.terms.length === 0) yield* idBatches(ctx, q, size, maxRows)
+  else yield* sortedBatches(ctx, q, size, window, maxRows)
+}
+
+// --- Internal helpers ---
+
+/** Batches in record-id order, straight from the (tenant, panel) index. */
+async function* idBatches(ctx: ServiceContext, q: PreparedRows, size: number, maxRows: number): AsyncGenerator<Row[]> {
+  let left = maxRows
   let after = 0
   while (left > 0) {
     const n = Math.min(size, left)
@@ -98,7 +117,59 @@ export async function* rowBatches(ctx: ServiceContext, q: PreparedRows, options:
   }
 }
 
-// --- Internal helpers ---
+/**
+ * Batches in the order of the query's sort terms, then id. Each keyset step sorts the rows in
+ * scope once and keeps the next `window` ids (one more tells whether there are more); their rows
+ * are then read `size` at a time, in that order. The next step starts after the step's last row:
+ * its term values, read with the step's final batch and bound as the one-row table `last`.
+ */
+async function* sortedBatches(
+  ctx: ServiceContext,
+  q: PreparedRows,
+  size: number,
+  window: number,
+  maxRows: number,
+): AsyncGenerator<Row[]> {
+  const keys = q.terms.map((_, i) => `k${i}`)
+  // For the steps after the first: the terms computed once per row as columns of `w`, which the
+  // keyset condition and the sort name (so every parameter of a term is bound once).
+  const values = sql.join(
+    q.terms.map((t, i) => sql`${t.value} AS ${sql.raw(keys[i])}`),
+    sql`, `,
+  )
+  const named = q.terms.map((t, i) => ({ ...t, value: sql.raw(`w.${keys[i]}`) }))
+  let left = maxRows
+  let last: unknown[] | undefined
+  while (left > 0) {
+    const n = Math.min(window, left)
+    const step = last
+      ? sql`WITH last (${sql.raw([...keys, 'id'].join(', '))}) AS (VALUES (${sql.join(
+          last.map((v) => sql`${v}`),
+          sql`, `,
+        )}))
+        SELECT w.id FROM (SELECT r.id AS id, ${values} ${q.scope}) w WHERE ${afterSql(named, 'w.id', 'last')}
+        ORDER BY ${orderByTerms(named, 'w.id')} LIMIT ${n + 1}`
+      : sql`SELECT r.id AS id ${q.scope} ORDER BY ${q.order} LIMIT ${n + 1}`
+    const found = await ctx.db.all<{ id: number | bigint }>(step)
+    const ids = found.slice(0, n).map((r) => Number(r.id))
+    const more = found.length > n
+    let end: Record<string, unknown> | undefined
+    for (let i = 0; i < ids.length; i += size) {
+      const final = more && i + size >= ids.length
+      // The step's final batch also reads each row's term values: the next step starts after its last row.
+      const records = await ctx.db.all<RecordRow & Record<string, unknown>>(sql`SELECT r.id, r.data_source_id, r.cells, r.errors
+        ${final ? sql`, ${values}` : sql``}
+        FROM json_each(${JSON.stringify(ids.slice(i, i + size))}) j JOIN records r ON r.id = j.value ORDER BY j.key`)
+      if (final) end = records[records.length - 1]
+      if (records.length > 0) yield records.map((r) => toRow(r, q.visible))
+    }
+    left -= ids.length
+    if (!more || left <= 0) return
+    // Every row of the final batch went meanwhile (a sync replaced the generation): stop loudly rather than skip rows.
+    if (!end) throw new Error('the rows changed while they were read in order; export again')
+    last = [...keys.map((k) => end[k]), end.id]
+  }
+}
 
 /**
  * The page: record ids sorted and cut from the row index alone, then only those records read, in

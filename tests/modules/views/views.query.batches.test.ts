@@ -4,7 +4,7 @@ import { loadVisibleView } from '../../../src/modules/views/views.service.ts'
 import { serviceCtx } from '../../helpers/app.ts'
 import { type RowsWorld, rowsWorld } from '../rows/fixtures.ts'
 
-/** viewRowBatches: every matching row of a view in id-keyset batches (for exports). */
+/** viewRowBatches: every matching row of a view in the view's order, in keyset batches (for exports). */
 
 let w: RowsWorld
 let viewId: number
@@ -30,21 +30,26 @@ async function collect(options: Parameters<typeof viewRowBatches>[2]) {
 }
 
 describe('viewRowBatches', () => {
-  it('yields every matching row in id order, in batches, with the view columns', async () => {
+  it("yields every matching row in the view's order (Age desc), in batches, with the view columns", async () => {
     const batches = await collect({ batchSize: 2 })
     expect(batches.map((b) => b.length)).toEqual([2, 2, 1])
-    expect(batches.flat()).toEqual([
-      { _id: w.ids.p1, _source: w.sourceId, Name: 'Ada', Age: 36 },
+    const inOrder = [
+      { _id: w.ids.p6, _source: w.sourceId, Name: 'Bob', Age: 67 },
       { _id: w.ids.p2, _source: w.sourceId, Name: 'grace', Age: 45 },
       { _id: w.ids.p3, _source: w.sourceId, Name: 'Alan', Age: 41 },
+      { _id: w.ids.p1, _source: w.sourceId, Name: 'Ada', Age: 36 },
       { _id: w.ids.p5, _source: w.sourceId, Name: 'Zoe', Age: 29 },
-      { _id: w.ids.p6, _source: w.sourceId, Name: 'Bob', Age: 67 },
-    ])
+    ]
+    expect(batches.flat()).toEqual(inOrder)
+    // Keyset steps of 3 ids: the second starts after the first step's last row.
+    const stepped = await collect({ batchSize: 2, windowSize: 3 })
+    expect(stepped.map((b) => b.length)).toEqual([2, 1, 2])
+    expect(stepped.flat()).toEqual(inOrder)
   })
 
   it('stops at maxRows and adds request filters', async () => {
     expect((await collect({ batchSize: 2, maxRows: 3 })).flat()).toHaveLength(3)
     const filtered = await collect({ params: { filters: [{ columnTitle: 'Name', operator: 'startsWith', value: 'a' }] } })
-    expect(filtered.flat().map((r) => (r as { Name: string }).Name)).toEqual(['Ada', 'Alan'])
+    expect(filtered.flat().map((r) => (r as { Name: string }).Name)).toEqual(['Alan', 'Ada'])
   })
 })
