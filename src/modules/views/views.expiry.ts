@@ -1,9 +1,9 @@
 import { sql } from 'drizzle-orm'
+import { viewKey } from '../../cache/view-key.ts'
 import type { ServiceContext } from '../../context.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { appendEventsFrom } from '../../rowstore/events.ts'
 import { forgetPanel } from '../panels/panels.service.ts'
-import { viewKey } from './views.cache.ts'
 import type { ViewRow } from './views.schemas.ts'
 
 /**
