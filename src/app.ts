@@ -45,6 +45,7 @@ export function createApp(makeDeps: MakeDeps) {
   app.route('/api', webhooksRouter)
   app.route('/api', columnsRouter)
   app.route('/api', viewsRouter)
+  // Right after the views: it serves GET /views/{id}/rows, which the document lists with them.
   app.route('/api', rowsRouter)
   app.route('/api', changesRouter)
   app.route('/api', notificationsRouter)

@@ -138,6 +138,17 @@ export const unauthorized = (code: 'UNAUTHORIZED' | 'TOKEN_EXPIRED' | 'TOKEN_INV
 
 export const formulaError = (errors: unknown[], message = 'Formula is invalid') => new AppError('FORMULA_ERROR', message, errors)
 
+/**
+ * 400 INVALID_VIEW_DEFINITION with every issue the SQL-on-FHIR engine found, each path under `at`
+ * (the request field that carried the view; empty for the view itself).
+ */
+export const invalidViewDefinition = (issues: readonly FieldIssue[], at = '') =>
+  new AppError(
+    'INVALID_VIEW_DEFINITION',
+    'The ViewDefinition is invalid',
+    issues.map((i) => ({ path: at && i.path ? `${at}.${i.path}` : at || i.path, message: i.message })),
+  )
+
 export const tooLarge = (message: string) => new AppError('PAYLOAD_TOO_LARGE', message)
 
 /** True for the 409 a held sync lease (or another conflict) answers. */

@@ -1,10 +1,10 @@
 import { and, desc, eq, gte, lt, type SQL, sql } from 'drizzle-orm'
+import { dropCachedView } from '../../cache/view-key.ts'
 import type { ServiceContext } from '../../context.ts'
 import { rowsAffected } from '../../db/client.ts'
 import { type AccessAction, type AccessOutcome, accessRecords } from '../../db/schema.ts'
 import type { Deps } from '../../deps.ts'
 import { forbidden } from '../../errors.ts'
-import { dropCachedView } from '../views/views.service.ts'
 import { type AccessPageDto, type ListAccessInput, toAccessDto } from './audit.schemas.ts'
 
 /** One access record as written (docs/audit.md "Record"). */

@@ -13,7 +13,6 @@ import { changeInsert, createdFields, diffFields } from '../changes/changes.serv
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import type { PanelDto } from '../panels/panels.schemas.ts'
 import { requirePanel } from '../panels/panels.service.ts'
-import { assertNotViewColumn } from '../viewdefinitions/viewdefinitions.panel.service.ts'
 import { panelColumns } from './columns.queries.ts'
 import {
   applySourcePaths,
@@ -37,6 +36,7 @@ import {
   toColumnDto,
   type UpdateColumnInput,
 } from './columns.schemas.ts'
+import { assertNotViewColumn } from './columns.view-owned.ts'
 
 const COMMON = ['name', 'type', 'properties', 'metadata'] as const
 // readBy moves with the paths (columns.rules.ts): a column switched to reading by its FHIRPath is a change.

@@ -1,8 +1,8 @@
 import { and, desc, eq, type SQL, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
 import { type NotificationImpact, type NotificationType, notifications, views } from '../../db/schema.ts'
+import { sharedAway } from '../../db/view-sharing.sql.ts'
 import { isoNow } from '../../lib/clock.ts'
-import { sharedAway } from '../views/views.access.sql.ts'
 import type { ListNotificationsInput, MarkReadInput, NotificationPageDto } from './notifications.schemas.ts'
 
 export interface ViewOwnerNotice {

@@ -1,16 +1,33 @@
 import { createRoute } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
 import { sendJson } from '../../http/response-headers.ts'
-import { bearer, createRouter, errorResponses, PanelIdParam } from '../../http/router.ts'
+import { bearer, createRouter, errorResponses, IdParam, PanelIdParam } from '../../http/router.ts'
 import { auditAccess } from '../audit/audit.record.ts'
 import { RowsQuery, RowsResponse } from './rows.schemas.ts'
-import { listPanelRows } from './rows.service.ts'
+import { listPanelRows, listViewRows } from './rows.service.ts'
 
-export const rowsRouteDescription =
+const rowsRouteDescription =
   'Paged rows of materialised cells (`page` 1-based, `limit` 1–100, default 50). `sort` (a column name) and `order` sort first; ' +
   '`search` is a case-insensitive substring over `searchFields` (comma-separated column names) or every text column; ' +
   '`filters` is a JSON array of FilterCriteria (all 18 operators, nested `conditions` groups). The panel cohort rule always applies. ' +
   'Unknown columns and operators that cannot apply to a column type are 400s naming the criterion.'
+
+/** Served here, beside the panel's rows, and listed with the view routes. */
+const viewRowsRoute = createRoute({
+  method: 'get',
+  path: '/views/{id}/rows',
+  tags: ['Views'],
+  summary:
+    "A view's rows: its filters, sorting, columns, groups and aggregations (owner, or any user of the tenant when published)",
+  description: `${rowsRouteDescription} The request's \`filters\` are ANDed with the view's; \`groups\` and \`aggregations\` come when the view has groupBy or aggregations.`,
+  security: bearer,
+  middleware: auditAccess('read', 'view'),
+  request: { params: IdParam, query: RowsQuery },
+  responses: {
+    200: { description: 'One page of the view rows', content: { 'application/json': { schema: RowsResponse } } },
+    ...errorResponses,
+  },
+})
 
 const panelRowsRoute = createRoute({
   method: 'get',
@@ -27,7 +44,13 @@ const panelRowsRoute = createRoute({
   },
 })
 
-export const rowsRouter = createRouter().openapi(panelRowsRoute, async (c) => {
-  const query = c.req.valid('query')
-  return sendJson(c, await listPanelRows(ctxOf(c, query), c.req.valid('param').panelId, query, c.req.url), 200)
-})
+/** The view's rows come first: the OpenAPI document lists them after the other view routes. */
+export const rowsRouter = createRouter()
+  .openapi(viewRowsRoute, async (c) => {
+    const query = c.req.valid('query')
+    return sendJson(c, await listViewRows(ctxOf(c, query), c.req.valid('param').id, query, c.req.url), 200)
+  })
+  .openapi(panelRowsRoute, async (c) => {
+    const query = c.req.valid('query')
+    return sendJson(c, await listPanelRows(ctxOf(c, query), c.req.valid('param').panelId, query, c.req.url), 200)
+  })

@@ -114,22 +114,6 @@ export async function deletePanelViewDefinition(ctx: ServiceContext, panelId: nu
   await recomputeAfterColumnChange(ctx, panelId)
 }
 
-/**
- * For the columns service: a column the panel's view defines changes only with the view (409),
- * so the view the panel answers and the columns it has never disagree.
- */
-export async function assertNotViewColumn(ctx: ServiceContext, column: Pick<ColumnRow, 'panelId' | 'name' | 'columnType'>) {
-  if (column.columnType !== 'base') return
-  const { definition } = await viewState(ctx, column.panelId)
-  if (!definition) return
-  const plan = await compileOrRefuse(definition)
-  if (plan.columns.some((c) => c.name === column.name)) {
-    throw conflict(
-      `Column "${column.name}" is defined by the panel's ViewDefinition: change it with PUT /api/panels/${column.panelId}/viewdefinition`,
-    )
-  }
-}
-
 // --- Internal helpers ---
 
 async function requestedView(ctx: ServiceContext, input: PanelViewDefinitionInput): Promise<Record<string, unknown>> {

@@ -2,7 +2,7 @@ import { and, count, desc, eq } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
 import { viewDefinitions } from '../../db/schema.ts'
 import { prepareView, ViewDefinitionError, type ViewPlan, type ViewRunError } from '../../engine/sof/index.ts'
-import { AppError, notFound } from '../../errors.ts'
+import { AppError, invalidViewDefinition, notFound } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { toViewDefinitionDto, type ViewDefinitionRow } from './viewdefinitions.schemas.ts'
 
@@ -86,11 +86,7 @@ export async function compileOrRefuse(definition: unknown, at = ''): Promise<Vie
   try {
     return await prepareView(definition)
   } catch (err) {
-    if (err instanceof ViewDefinitionError) {
-      const details = err.issues.map((i) => ({ path: at && i.path ? `${at}.${i.path}` : at || i.path, message: i.message }))
-      throw new AppError('INVALID_VIEW_DEFINITION', 'The ViewDefinition is invalid', details)
-    }
-    throw err
+    throw err instanceof ViewDefinitionError ? invalidViewDefinition(err.issues, at) : err
   }
 }
 

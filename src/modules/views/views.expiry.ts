@@ -1,9 +1,9 @@
 import { and, eq, sql } from 'drizzle-orm'
+import { viewKey } from '../../cache/view-key.ts'
 import type { ServiceContext } from '../../context.ts'
 import { panels, views } from '../../db/schema.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { forgetPanel } from '../panels/panels.service.ts'
-import { viewKey } from './views.cache.ts'
 import { viewEvent } from './views.events.ts'
 import type { ViewRow } from './views.schemas.ts'
 

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
+import { viewKey } from '../../cache/view-key.ts'
 import type { ServiceContext } from '../../context.ts'
 import type { FieldChanges } from '../../db/schema.ts'
 import { invalid } from '../../errors.ts'
@@ -7,7 +8,6 @@ import { isoNow } from '../../lib/clock.ts'
 import { diffFields } from '../changes/changes.service.ts'
 import { forgetPanel } from '../panels/panels.service.ts'
 import { publishConfigOf, type StoredPublishConfig } from './views.access.ts'
-import { viewKey } from './views.cache.ts'
 import { hashPassword } from './views.password.ts'
 import {
   DEFAULT_PUBLISH_CONFIG,

@@ -2,10 +2,6 @@ import { createRoute } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
 import { sendJson } from '../../http/response-headers.ts'
 import { bearer, createRouter, errorResponses, IdParam, json, TenantQuery } from '../../http/router.ts'
-import { auditAccess } from '../audit/audit.record.ts'
-import { rowsRouteDescription } from '../rows/rows.routes.ts'
-import { RowsQuery, RowsResponse } from '../rows/rows.schemas.ts'
-import { listViewRows } from '../rows/rows.service.ts'
 import { FilterRecords, PutFiltersBody, PutSortsBody, SortRecords } from './views.criteria.schemas.ts'
 import { publishView, unpublishView } from './views.publish.ts'
 import { getFilters, getSorts, putFilters, putSorts } from './views.records.ts'
@@ -150,19 +146,6 @@ const putFiltersRoute = createRoute({
   responses: { 200: json(FilterRecords, 'The stored filter records'), ...errorResponses },
 })
 
-const rowsRoute = createRoute({
-  method: 'get',
-  path: '/views/{id}/rows',
-  tags,
-  summary:
-    "A view's rows: its filters, sorting, columns, groups and aggregations (owner, or any user of the tenant when published)",
-  description: `${rowsRouteDescription} The request's \`filters\` are ANDed with the view's; \`groups\` and \`aggregations\` come when the view has groupBy or aggregations.`,
-  security: bearer,
-  middleware: auditAccess('read', 'view'),
-  request: { params: IdParam, query: RowsQuery },
-  responses: { 200: json(RowsResponse, 'One page of the view rows'), ...errorResponses },
-})
-
 export const viewsRouter = createRouter()
   .openapi(listRoute, async (c) => {
     const query = c.req.valid('query')
@@ -203,8 +186,4 @@ export const viewsRouter = createRouter()
   .openapi(putFiltersRoute, async (c) => {
     const input = c.req.valid('json')
     return sendJson(c, await putFilters(ctxOf(c, input), c.req.valid('param').id, input), 200)
-  })
-  .openapi(rowsRoute, async (c) => {
-    const query = c.req.valid('query')
-    return sendJson(c, await listViewRows(ctxOf(c, query), c.req.valid('param').id, query, c.req.url), 200)
   })

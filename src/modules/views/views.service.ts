@@ -1,18 +1,17 @@
 import { and, desc, eq, isNull, or, type SQL, sql } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
-import type { Cache } from '../../cache/cache.ts'
+import { viewKey } from '../../cache/view-key.ts'
 import type { ServiceContext } from '../../context.ts'
 import { insertedId, runBatch } from '../../db/client.ts'
 import { type ChangeAction, type FieldChanges, panels, views } from '../../db/schema.ts'
+import { sharedAway } from '../../db/view-sharing.sql.ts'
 import { notFound, permissionDenied } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { viewEvaluationStatements } from '../../rowstore/membership.ts'
 import { changeInsert, createdFields, diffFields } from '../changes/changes.service.ts'
 import { notifyTenantUsers, type TenantNotice } from '../notifications/notifications.service.ts'
 import { findPanel, forgetPanel, requirePanel } from '../panels/panels.service.ts'
-import { sharedAway } from './views.access.sql.ts'
 import { isLive, publishConfigOf, type ViewAccess, type ViewPermission, viewAccess } from './views.access.ts'
-import { viewKey } from './views.cache.ts'
 import { viewEvent } from './views.events.ts'
 import { expirePublication } from './views.expiry.ts'
 import { requireViewPassword } from './views.password.ts'
@@ -25,9 +24,6 @@ import {
   type ViewDto,
   type ViewRow,
 } from './views.schemas.ts'
-
-/** Drops a view's cached row after a write outside this module (the audit's `accessedAt`). */
-export const dropCachedView = (cache: Cache, tenantId: string, id: number) => cache.del(tenantId, viewKey(id))
 
 /** The fields an update may change and whose diffs the UPDATE change record carries. */
 export const TRACKED = [
