@@ -15,7 +15,7 @@ import { nodeSqliteOpener } from '../../src/runtime/node-sqlite.ts'
 import { remoteTestApp } from './remote/app.ts'
 import type { SqlClient } from './remote/server.ts'
 import { REMOTE } from './target.ts'
-import { type TestDatabase, testDatabaseClient } from './test-database.ts'
+import { migratedDatabaseSql, type TestDatabase, testDatabaseClient } from './test-database.ts'
 
 export const TEST_SECRET = 'test-secret-that-is-long-enough-for-hs256-0123456789'
 
@@ -60,8 +60,9 @@ export interface TestApp {
 }
 
 /**
- * The real app on a fresh in-memory libSQL database with the real migrations, a memory cache and
- * a movable clock (`log` collects lines instead of printing them).
+ * The real app on a fresh in-memory libSQL database with the real migrations (replayed from one
+ * migrated database per test process: migratedDatabaseSql), a memory cache and a movable clock
+ * (`log` collects lines instead of printing them).
  *
  * With PANEL_TEST_TARGET=workers|deno (tests/helpers/target.ts) the app is served by that runtime
  * instead (tests/helpers/remote/): same shape, an emptied database and cache per call.
@@ -78,6 +79,10 @@ export async function makeTestApp(options: TestAppOptions = {}): Promise<TestApp
     ...options.env,
   })
   const client = options.client ?? (await testDatabaseClient(options.database))
+  // A database of our own starts as the migrated one (made once per test process); a client the
+  // test passes in may hold a database already. The migrations then run as the app's entries run
+  // them: on the copy they find every migration recorded.
+  if (!options.client) await client.executeMultiple(await migratedDatabaseSql())
   const db = createDb(client)
   await applyMigrations(db)
   const clock = options.clock ?? testClock()

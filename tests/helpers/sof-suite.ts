@@ -1,13 +1,13 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs'
-import { dirname, join, resolve } from 'node:path'
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { TestClient } from './http.ts'
 
 /**
- * The official SQL-on-FHIR v2 test suite (MIT), read at run time from `shared/` beside the checkout
- * (`../shared/conformance/sql-on-fhir-v2/tests`; for a worktree nested deeper, the first such
- * folder up the tree), and run through `POST /api/$viewdefinition-run`. Used by the conformance
- * test (npm test) and by `npm run conformance:sof`, which writes the official report.
+ * The official SQL-on-FHIR v2 test suite (MIT), vendored unchanged in the checkout under
+ * `tests/fixtures/sql-on-fhir-v2/` (its README names the upstream commit), and run through
+ * `POST /api/$viewdefinition-run`. Used by the conformance tests (npm test, and the API suite on
+ * Workers and Deno) and by `npm run conformance:sof`, which writes the official report.
  */
 
 export interface SuiteTest {
@@ -30,19 +30,13 @@ export interface TestOutcome {
   error?: string
 }
 
-const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
-const SUITE = join('shared', 'conformance', 'sql-on-fhir-v2', 'tests')
+/** The suite's test files, found from this file's place in the checkout (never outside it). */
+export const SUITE_DIR = fileURLToPath(new URL('../fixtures/sql-on-fhir-v2/tests/', import.meta.url))
 
-/** The suite's folder, or undefined when no `shared/` beside the checkout has it. */
-export function findSuiteDir(): string | undefined {
-  for (let dir = dirname(REPO); ; dir = dirname(dir)) {
-    const candidate = join(dir, SUITE)
-    if (existsSync(candidate)) return candidate
-    if (dirname(dir) === dir) return undefined
-  }
-}
+/** The number of tests in the vendored suite (22 files). */
+export const SUITE_TEST_COUNT = 134
 
-export function loadSuites(dir: string): Suite[] {
+export function loadSuites(dir: string = SUITE_DIR): Suite[] {
   return readdirSync(dir)
     .filter((f) => f.endsWith('.json'))
     .sort()

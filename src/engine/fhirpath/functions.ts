@@ -1,8 +1,8 @@
 /**
  * The functions we give the FHIRPath engine on top of its own (its `userInvocationTable`): the
  * SQL-on-FHIR v2 key functions, and our versions of `join`, `lowBoundary` and `highBoundary`,
- * whose answers in the `fhirpath` package differ from what the SQL-on-FHIR tests
- * (../shared/conformance/sql-on-fhir-v2/tests/fn_join.json, fn_boundary.json, fhirpath.json)
+ * whose answers in the `fhirpath` package differ from what the official SQL-on-FHIR v2 tests
+ * (vendored in tests/fixtures/sql-on-fhir-v2/tests: fn_join.json, fn_boundary.json, fhirpath.json)
  * expect. Every compile of an expression goes through compileOnEngine(), so base columns, the
  * FHIRPATH() formula function and the formula preview answer alike.
  *

@@ -7,7 +7,7 @@ import { loadFhirPathEngine } from '../../../src/engine/fhirpath/engine.ts'
 /**
  * join(), lowBoundary() and highBoundary() as the SQL-on-FHIR v2 tests expect them
  * (src/engine/fhirpath/functions.ts). The cases are those of the official suite
- * (/work/shared/conformance/sql-on-fhir-v2/tests: fn_join.json, fn_boundary.json and the `string
+ * (tests/fixtures/sql-on-fhir-v2/tests: fn_join.json, fn_boundary.json and the `string
  * join` tests of fhirpath.json), copied here with their resources and expected cells, a `null`
  * cell being an empty result; then the FHIRPath specification's examples and edge cases.
  */

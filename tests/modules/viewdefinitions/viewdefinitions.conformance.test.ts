@@ -1,15 +1,14 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import { makeTestApp } from '../../helpers/app.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
-import { findSuiteDir, loadSuites, runSuiteTest } from '../../helpers/sof-suite.ts'
+import { loadSuites, runSuiteTest, SUITE_TEST_COUNT } from '../../helpers/sof-suite.ts'
 
 /**
  * The 134 official SQL-on-FHIR v2 tests, every one through `POST /api/$viewdefinition-run` of one
- * app (tests/helpers/sof-suite.ts reads them from shared/ beside the checkout).
+ * app (tests/helpers/sof-suite.ts reads them from tests/fixtures/sql-on-fhir-v2, vendored in the checkout).
  */
 
-const dir = findSuiteDir()
-const suites = dir ? loadSuites(dir) : []
+const suites = loadSuites()
 
 let client: TestClient
 
@@ -18,11 +17,10 @@ beforeAll(async () => {
   client = clientFor(app, 'tenant-sof', 'user-sof')
 })
 
-// shared/ is beside every checkout (a developer's and CI's): without it the first test fails, naming it.
 describe('SQL-on-FHIR v2 official tests through $viewdefinition-run', () => {
-  it('finds all 134 tests in shared/conformance/sql-on-fhir-v2 beside the checkout', () => {
-    expect(dir, 'shared/conformance/sql-on-fhir-v2/tests beside the checkout').toBeDefined()
-    expect(suites.reduce((n, s) => n + s.tests.length, 0)).toBe(134)
+  it('finds all 134 tests in the vendored suite', () => {
+    expect(suites).toHaveLength(22)
+    expect(suites.reduce((n, s) => n + s.tests.length, 0)).toBe(SUITE_TEST_COUNT)
   })
 
   for (const suite of suites) {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { startFhirServer } from '../../helpers/fhir-server.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
-import { findSuiteDir, loadSuites, runSuiteTest } from '../../helpers/sof-suite.ts'
+import { loadSuites, runSuiteTest, SUITE_TEST_COUNT } from '../../helpers/sof-suite.ts'
 
 /**
  * The 134 official SQL-on-FHIR v2 tests again, each over a FHIR data source holding its suite's
@@ -13,8 +13,7 @@ import { findSuiteDir, loadSuites, runSuiteTest } from '../../helpers/sof-suite.
  * `repeat`, `where`, constants, decimals).
  */
 
-const dir = findSuiteDir()
-const suites = dir ? loadSuites(dir) : []
+const suites = loadSuites()
 const sourceOf = new Map<string, number>()
 
 let t: TestApp
@@ -50,7 +49,7 @@ async function storedAsSource(panelId: number, resources: Record<string, unknown
 
 describe("SQL-on-FHIR v2 official tests over a data source's records", () => {
   it('has every suite stored, each of its resources a record', async () => {
-    expect(suites.reduce((n, s) => n + s.tests.length, 0)).toBe(134)
+    expect(suites.reduce((n, s) => n + s.tests.length, 0)).toBe(SUITE_TEST_COUNT)
     for (const suite of suites) {
       const { rows } = await t.client.execute({
         sql: `SELECT count(*) AS n FROM records r JOIN data_sources s ON s.id = r.data_source_id
