@@ -1,6 +1,11 @@
+import type { DeliveryReport } from '../modules/subscriptions/subscriptions.report.ts'
+
+export type { DeliveryReport }
+
 /**
- * What one maintenance tick (the scheduler's step) did. A module of its own, without imports, so the package's public
- * declarations (src/index.ts) can name it without reaching the database types.
+ * What one maintenance tick (the scheduler's step) did. A module of its own, importing only another
+ * import-free report type, so the package's public declarations (src/index.ts) can name it without
+ * reaching the database types.
  */
 export interface MaintenanceReport {
   recovered: number
@@ -20,19 +25,4 @@ export interface MaintenanceReport {
   passwordFailuresPruned: number
   /** Outbound webhook deliveries of this step (docs/live.md "Outbound webhooks"). */
   webhooks: DeliveryReport
-}
-
-/** Outbound webhook deliveries of one step (docs/live.md "Outbound webhooks"; subscriptions.queue.ts). */
-export interface DeliveryReport {
-  /** Subscriptions whose lease this step took. */
-  subscriptions: number
-  delivered: number
-  /** Attempts that failed and will be tried again. */
-  retried: number
-  /** Deliveries that used their last attempt. */
-  failed: number
-  /** Subscriptions disabled after WEBHOOK_DISABLE_AFTER failed deliveries in a row. */
-  disabled: number
-  /** Finished deliveries older than HISTORY_DAYS deleted. */
-  pruned: number
 }

@@ -2,11 +2,11 @@ import { and, asc, eq, sql } from 'drizzle-orm'
 import type { ServiceDeps } from '../../context.ts'
 import { rowsAffected } from '../../db/client.ts'
 import { subscriptionDeliveries, subscriptions } from '../../db/schema-live.ts'
-import type { DeliveryReport } from '../../scheduler/maintenance-report.ts'
 import { readEvent } from '../events/events.log.ts'
 import { toEventDto } from '../events/events.schemas.ts'
 import { type EventScope, ownerContext, readableMemo } from './subscriptions.access.ts'
 import { type AttemptOutcome, sendAttempt } from './subscriptions.deliver.ts'
+import type { DeliveryReport } from './subscriptions.report.ts'
 import { ALL_EVENTS, type DeliveryRow, type SubscriptionRow } from './subscriptions.schemas.ts'
 
 /**
