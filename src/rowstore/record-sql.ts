@@ -15,6 +15,11 @@ export interface RecordTarget {
   panelId: number
   dataSourceId: number
   generation: number
+  /**
+   * Whether a row may keep the time of the same row in the visible generation (`dataChangedAt`);
+   * false when the source has no visible row yet (a first sync), which spares a look-up per row.
+   */
+  keepsTimes?: boolean
 }
 
 /** A row ready to store: its key, and its data, cells and errors as JSON texts (`null` for no errors). */
@@ -80,7 +85,7 @@ export function insertRowStatements(
                            created_at, updated_at)
       SELECT ${target.tenantId}, ${target.panelId}, ${target.dataSourceId}, ${target.generation}, j.value ->> 0,
         ${keyed ? sql`j.value ->> 4` : sql`NULL`}, j.value -> 1, j.value -> 2, nullif(j.value -> 3, 'null'), ${version}, ${now},
-        ${dataChangedAt(target.dataSourceId, now)}
+        ${target.keepsTimes === false ? now : dataChangedAt(target.dataSourceId, now)}
       FROM json_each(${`[${items.join(',')}]`}) j WHERE ${sourceExists(target.dataSourceId)}
       ON CONFLICT (data_source_id, generation, key) ${conflict}`)
   }

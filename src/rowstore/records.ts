@@ -15,6 +15,8 @@ export interface RowSource {
   id: number
   tenantId: string
   panelId: number
+  /** The visible generation, when the writer knows it: 0 (never synced) has no row whose time a write could keep. */
+  currentGeneration?: number
 }
 
 /**
@@ -161,7 +163,13 @@ export async function upsertStatements(
     rows.digest?.add(r.key, cells, errors)
     return { key: r.key, recordKey: r.recordKey ?? null, data: r.json, cells, errors }
   })
-  const target = { tenantId: source.tenantId, panelId: source.panelId, dataSourceId: source.id, generation }
+  const target = {
+    tenantId: source.tenantId,
+    panelId: source.panelId,
+    dataSourceId: source.id,
+    generation,
+    keepsTimes: source.currentGeneration !== 0,
+  }
   const stale = rows.plan.view
     ? staleRowStatements(
         target,
