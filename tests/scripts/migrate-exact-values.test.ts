@@ -1,12 +1,9 @@
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { createClient } from '@libsql/client'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { createDb } from '../../src/db/client.ts'
-import type { Deps } from '../../src/deps.ts'
 import { recomputeStalePanels } from '../../src/rowstore/recompute.ts'
-import { applyMigrations, MIGRATIONS_DIR } from '../../src/runtime/migrate.ts'
+import { NOW, olderDatabase } from './older-database.ts'
 
 /**
  * Migration 0004 (exact values) on a database as the version before it left one: migrations 0000–0003
@@ -22,34 +19,10 @@ beforeEach(() => {
 })
 afterEach(() => rmSync(dir, { recursive: true, force: true }))
 
-/** The committed migrations up to and including `lastTag`, as a folder of their own. */
-function migrationsUpTo(lastTag: string): string {
-  const folder = join(dir, 'migrations')
-  cpSync(MIGRATIONS_DIR, folder, { recursive: true })
-  const journalPath = join(folder, 'meta/_journal.json')
-  const journal = JSON.parse(readFileSync(journalPath, 'utf8')) as { entries: { tag: string }[] }
-  const last = journal.entries.findIndex((e) => e.tag === lastTag)
-  expect(last).toBeGreaterThan(-1)
-  journal.entries = journal.entries.slice(0, last + 1)
-  writeFileSync(journalPath, JSON.stringify(journal))
-  return folder
-}
-
-const NOW = '2026-01-01T00:00:00.000Z'
-
 describe('migration 0004_exact_values', () => {
   it('sets how each column reads and re-materialises old rows exactly', async () => {
-    const client = createClient({ url: `file:${join(dir, 'panels.db')}` })
-    const db = createDb(client)
-    await applyMigrations(db, migrationsUpTo('0003_materialised_version'))
-    const run = (sql: string, args: (string | number)[] = []) => client.execute({ sql, args })
+    const { client, run, deps, migrateRest } = await olderDatabase(dir, '0003_materialised_version')
     // Panel 1: an API source; panel 2: a FHIR source. Both materialised (versions equal).
-    for (const id of [1, 2])
-      await run(
-        `INSERT INTO panels (id, tenant_id, user_id, name, cohort_rule, created_at, updated_at, columns_version, materialised_version)
-         VALUES (?, 't', 'u', 'P', '{"conditions":[],"logic":"AND"}', ?, ?, 3, 3)`,
-        [id, NOW, NOW],
-      )
     await run(
       `INSERT INTO data_sources (id, tenant_id, user_id, panel_id, type, config, sync_status, created_at, updated_at)
        VALUES (1, 't', 'u', 1, 'api', '{}', 'success', ?, ?), (2, 't', 'u', 2, 'fhir', '{}', 'success', ?, ?)`,
@@ -75,7 +48,7 @@ describe('migration 0004_exact_values', () => {
     await record(1, 1, 1, { color: ['blue'], phone: '' }, { 10: 'blue', 11: null, 12: 'blue' })
     await record(2, 2, 2, { resourceType: 'Patient', name: [{ given: ['Ann'] }, { given: ['Bo'] }] }, { 20: ['Ann', 'Bo'] })
 
-    await applyMigrations(db)
+    await migrateRest()
 
     const readBy = await client.execute('SELECT id, read_by FROM columns ORDER BY id')
     expect(readBy.rows.map((r) => [Number(r.id), r.read_by])).toEqual([
@@ -87,7 +60,6 @@ describe('migration 0004_exact_values', () => {
     const stale = await client.execute('SELECT count(*) AS n FROM panels WHERE materialised_version <> columns_version')
     expect(Number(stale.rows[0].n)).toBe(2)
 
-    const deps = { db, clock: { now: () => new Date(NOW) } } as unknown as Deps
     expect(await recomputeStalePanels(deps)).toBe(1)
     const cells = await client.execute('SELECT id, cells FROM records ORDER BY id')
     expect(JSON.parse(String(cells.rows[0].cells))).toEqual({ 10: ['blue'], 11: '', 12: 'blue' })
