@@ -30,6 +30,11 @@ export interface RowPayload {
   data: string
   cells: string
   errors: string
+  /**
+   * False for a row that is no FHIR resource (its data has no `resourceType`): `_since`, the one
+   * reader of a row's time, can never return it, so its time is the write's and no look-up is made.
+   */
+  resource?: boolean
 }
 
 /**
@@ -45,7 +50,9 @@ export const sourceExists = (dataSourceId: number) => sql`EXISTS (SELECT 1 FROM 
  * visible generation holds with the same data keeps that row's time, so a full sync (which writes a
  * new generation) or a rewrite in place that brings nothing new changes no record's time, and
  * `$viewdefinition-run`'s `_since` finds only what changed (docs/sql-on-fhir.md). Recomputed cells
- * do not count: the time is the data's, not the cells'.
+ * do not count: the time is the data's, not the cells'. The look-up costs an index probe per row,
+ * so it is made only where `_since` can read the time: rows of FHIR resources of a source that has
+ * a visible generation (`RecordTarget.keepsTimes`, `RowPayload.resource`).
  */
 const dataChangedAt = (dataSourceId: number, now: string) => sql`coalesce((SELECT p.updated_at FROM records p
   WHERE p.data_source_id = ${dataSourceId} AND p.generation = (SELECT current_generation FROM data_sources WHERE id = ${dataSourceId})
@@ -76,6 +83,7 @@ export function insertRowStatements(
     // Rows of a ViewDefinition panel carry their record's key; others leave the column null and
     // their JSON one element shorter (each element is read again for every `->`).
     const keyed = slice.some((r) => r.recordKey != null)
+    const keepsTimes = target.keepsTimes !== false && slice.some((r) => r.resource !== false)
     const items = slice.map(
       (r) =>
         `[${JSON.stringify(r.key)},${r.data},${r.cells},${r.errors}${keyed ? `,${JSON.stringify(r.recordKey ?? null)}` : ''}]`,
@@ -85,7 +93,7 @@ export function insertRowStatements(
                            created_at, updated_at)
       SELECT ${target.tenantId}, ${target.panelId}, ${target.dataSourceId}, ${target.generation}, j.value ->> 0,
         ${keyed ? sql`j.value ->> 4` : sql`NULL`}, j.value -> 1, j.value -> 2, nullif(j.value -> 3, 'null'), ${version}, ${now},
-        ${target.keepsTimes === false ? now : dataChangedAt(target.dataSourceId, now)}
+        ${keepsTimes ? dataChangedAt(target.dataSourceId, now) : now}
       FROM json_each(${`[${items.join(',')}]`}) j WHERE ${sourceExists(target.dataSourceId)}
       ON CONFLICT (data_source_id, generation, key) ${conflict}`)
   }

@@ -161,7 +161,8 @@ export async function upsertStatements(
     const errors = row.errors.length > 0 ? JSON.stringify(row.errors) : 'null'
     const cells = JSON.stringify(row.cells)
     rows.digest?.add(r.key, cells, errors)
-    return { key: r.key, recordKey: r.recordKey ?? null, data: r.json, cells, errors }
+    const resource = typeof (r.data as { resourceType?: unknown } | null)?.resourceType === 'string'
+    return { key: r.key, recordKey: r.recordKey ?? null, data: r.json, cells, errors, resource }
   })
   const target = {
     tenantId: source.tenantId,
