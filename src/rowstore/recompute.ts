@@ -4,11 +4,12 @@ import { rowsAffected, runBatch } from '../db/client.ts'
 import { panels } from '../db/schema.ts'
 import type { Deps } from '../deps.ts'
 import type { LiveBus } from '../live/bus.ts'
-import { type ReadRow, type RowsTarget, rebuildRecords, recordRowsQuery } from './expand.ts'
+import { type ReadRow, type RowsTarget, rebuildRecords, recordRowsQuery, storedRowsOf } from './expand.ts'
+import { heldPage, holdStatements, type ReadHeld, releaseByIds } from './held.ts'
 import { loadPanelPlan, type PanelPlan, prepareRows, rowOf } from './materialise.ts'
 import { type RowWrite, resetStatements, writeToken } from './membership.ts'
 import { loadPanelMembership, type PanelMembership } from './membership-plan.ts'
-import { insertRowStatements } from './record-sql.ts'
+import { insertRowStatements, type RowPayload } from './record-sql.ts'
 import { type RowStore, rewriteRows } from './write.ts'
 
 /**
@@ -100,6 +101,8 @@ export async function recomputePanel(
       membership.views = membership.views.map((v) => (v.where ? { ...v, storedKey: v.key } : v))
       written += changed.length
     }
+    if (stop?.aborted) return written
+    written += await restoreHeld(store, { tenantId, panelId, plan }, membership, now)
     const resets = redefined.flatMap((v) => resetStatements(loaded, v, { at: now().toISOString() }))
     if (resets.length > 0) {
       await runBatch(db, resets)
@@ -202,9 +205,91 @@ async function rebuildBatch(
     }))
     statements.push(...insertRowStatements({ tenantId, panelId, ...target }, payload, plan.version, now, 'replace'))
   }
+  // Records whose rows all went are held, to be stored again by a later view (held.ts).
+  for (const { target, records } of change.held) {
+    statements.push(...holdStatements({ tenantId, panelId, ...target }, [], records, now))
+  }
   if (statements.length > 0) {
     const ids = [...change.deleteIds, ...change.updates.map((u) => u[0] as number)]
     await rewriteRows(store, { panel: { tenantId, panelId }, write, membership, ids, added, statements })
   }
   return change.deleteIds.length + change.updates.length + change.inserts.reduce((n, g) => n + g.rows.length, 0)
+}
+
+/**
+ * After a panel's rows are recomputed: its held records (held.ts) that the current view (or no
+ * view) gives rows are stored as those rows and released, page by page through the write
+ * protocol's rewrite. The others stay held. Answers the number of rows stored.
+ */
+async function restoreHeld(
+  store: RowStore,
+  { tenantId, panelId, plan }: { tenantId: string; panelId: number; plan: PanelPlan },
+  membership: PanelMembership,
+  now: () => Date,
+): Promise<number> {
+  let written = 0
+  let after = 0
+  for (;;) {
+    const page = await store.db.all<ReadHeld>(heldPage(tenantId, panelId, after, RECOMPUTE_BATCH))
+    if (page.length === 0) return written
+    after = page[page.length - 1].id
+    const at = now()
+    const released: number[] = []
+    const groups = new Map<string, { target: RowsTarget; rows: RowPayload[] }>()
+    const expanded = page.map((h) => {
+      const data = JSON.parse(h.data) as Record<string, unknown>
+      return { h, rows: storedRowsOf(plan.view, h.data_source_id, { key: h.key, data, json: h.data }) }
+    })
+    await prepareRows(
+      plan,
+      expanded.filter((e) => e.rows.length > 0).map((e) => e.rows[0].data),
+    )
+    for (const { h, rows } of expanded) {
+      if (rows.length === 0) continue
+      released.push(h.id)
+      const id = `${h.data_source_id}:${h.generation}`
+      let group = groups.get(id)
+      if (!group) {
+        group = { target: { dataSourceId: h.data_source_id, generation: h.generation }, rows: [] }
+        groups.set(id, group)
+      }
+      for (const row of rows) {
+        const { cells, errors } = rowOf(plan, h.data_source_id, row.data, at, row)
+        group.rows.push({
+          key: row.key,
+          recordKey: row.recordKey,
+          data: row.json,
+          cells: JSON.stringify(cells),
+          errors: errors.length > 0 ? JSON.stringify(errors) : 'null',
+        })
+      }
+    }
+    if (released.length === 0) continue
+    const stamp = at.toISOString()
+    const write: RowWrite = {
+      tenantId,
+      panelId,
+      actorId: 'system',
+      cause: 'recompute',
+      eventKey: `recompute:${plan.version}:held:${after}`,
+      token: writeToken(),
+      at: stamp,
+    }
+    const groupList = [...groups.values()]
+    await rewriteRows(store, {
+      panel: { tenantId, panelId },
+      write,
+      membership,
+      ids: [],
+      added: groupList.map((g) => ({ ...g.target, keys: g.rows.map((r) => r.key) })),
+      statements: [
+        ...groupList.flatMap((g) =>
+          insertRowStatements({ tenantId, panelId, ...g.target }, g.rows, plan.version, stamp, 'replace'),
+        ),
+        releaseByIds(tenantId, released),
+      ],
+    })
+    membership.views = membership.views.map((v) => (v.where ? { ...v, storedKey: v.key } : v))
+    written += groupList.reduce((n, g) => n + g.rows.length, 0)
+  }
 }
