@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { startFhirServer } from '../../helpers/fhir-server.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
+import { deliverSigned } from '../../helpers/view-definitions.ts'
 
 /**
  * A resource a panel's ViewDefinition gives no row (docs/sql-on-fhir.md, "Decision: a resource the
@@ -163,11 +164,64 @@ describe('a resource its view gives no row', () => {
     expect(await held()).toEqual([])
   })
 
+  it('is not held in the partial generation of a full sync that fails', async () => {
+    await putView(NAMES)
+    const before = await held()
+    // Twelve more nameless Patients: the first page (ten) is written, the next link leads nowhere.
+    for (let i = 4; i <= 15; i++) fhir.state.resources.Patient.push({ resourceType: 'Patient', id: `p${i}` })
+    fhir.state.nextOrigin = 'http://127.0.0.1:9'
+    try {
+      await alice.post(`/api/datasources/${sourceId}/sync`)
+    } finally {
+      fhir.state.nextOrigin = undefined
+    }
+    const status = await t.client.execute({ sql: 'SELECT sync_status AS s FROM data_sources WHERE id = ?', args: [sourceId] })
+    expect(status.rows[0].s).toBe('error')
+    expect(await held()).toEqual(before)
+  })
+
   it('leaves nothing held behind when its source is deleted', async () => {
     await putView(NAMES)
     expect(await held()).toHaveLength(1)
     expect((await alice.delete(`/api/datasources/${sourceId}`)).status).toBe(204)
     const { rows } = await t.client.execute('SELECT count(*) AS n FROM held_records')
     expect(Number(rows[0].n)).toBe(0)
+  })
+})
+
+describe('a delivered resource its view gives no row', () => {
+  const SECRET = 'whsec-held-0123456789'
+  const deliver = async (body: unknown) =>
+    expect((await deliverSigned(t.app, 'held-fhir', SECRET, body)).status).toBe(200)
+
+  it('is held, released when an update gives it rows, held again when they go, and gone with its delete', async () => {
+    panelId = (await alice.post('/api/panels', { name: 'Pushed', tenantId: 'tenant-a', userId: 'alice' })).body.id
+    const source = await alice.post(`/api/panels/${panelId}/datasources`, {
+      type: 'webhook',
+      config: { endpoint: 'held-fhir', secret: SECRET, events: ['data.created', 'data.updated', 'data.deleted'] },
+    })
+    expect(source.status).toBe(201)
+    sourceId = source.body.id
+    await putView(NAMES)
+    const nameless = { resourceType: 'Patient', id: 'w1', gender: 'female' }
+    await deliver({ id: 'e1', event: 'data.created', data: [nameless, { ...nameless, id: 'w2' }] })
+    expect((await held()).map((h) => h[0])).toEqual(['w1', 'w2'])
+    expect(await storedRows()).toEqual([])
+
+    await deliver({ id: 'e2', event: 'data.updated', data: { ...nameless, name: [{ family: 'Lee' }] } })
+    expect((await held()).map((h) => h[0])).toEqual(['w2'])
+    expect(await storedRows()).toEqual([['w1#name[0]', 'w1']])
+
+    await deliver({ id: 'e3', event: 'data.updated', data: nameless })
+    expect((await held()).map((h) => h[0])).toEqual(['w1', 'w2'])
+    expect(await storedRows()).toEqual([])
+
+    await deliver({ id: 'e4', event: 'data.deleted', data: { ...nameless, id: 'w2' } })
+    expect((await held()).map((h) => h[0])).toEqual(['w1'])
+
+    // The view removed: w1, which no sync could read again, is a row once more.
+    await deleteView()
+    expect(await storedRows()).toEqual([['w1', null]])
+    expect(await held()).toEqual([])
   })
 })
