@@ -191,8 +191,7 @@ describe('a resource its view gives no row', () => {
 
 describe('a delivered resource its view gives no row', () => {
   const SECRET = 'whsec-held-0123456789'
-  const deliver = async (body: unknown) =>
-    expect((await deliverSigned(t.app, 'held-fhir', SECRET, body)).status).toBe(200)
+  const deliver = async (body: unknown) => expect((await deliverSigned(t.app, 'held-fhir', SECRET, body)).status).toBe(200)
 
   it('is held, released when an update gives it rows, held again when they go, and gone with its delete', async () => {
     panelId = (await alice.post('/api/panels', { name: 'Pushed', tenantId: 'tenant-a', userId: 'alice' })).body.id
