@@ -19,22 +19,27 @@ export interface HeldRecord {
 
 /**
  * Statements that make `held` exactly the held records among `keys` in one generation: the others'
- * entries go (they have rows now, or are held again below), `held` are stored. Only a panel
- * defined by a ViewDefinition calls this.
+ * entries go (they have rows now), `held` are stored. A held record keeps the time of the same
+ * resource, with the same data, in the source's visible generation (held, or stored as rows), so
+ * `$viewdefinition-run`'s `_since` finds only what changed. Only a panel defined by a
+ * ViewDefinition calls this: its held records are few, and pay the look-up.
  */
 export function holdStatements(target: RecordTarget, keys: readonly string[], held: readonly HeldRecord[], now: string): SQL[] {
   const statements: SQL[] = []
-  for (let i = 0; i < keys.length; i += RECORDS_PER_STATEMENT) {
-    statements.push(releaseStatement(target.dataSourceId, target.generation, keys.slice(i, i + RECORDS_PER_STATEMENT)))
+  const heldKeys = new Set(held.map((r) => r.key))
+  const released = keys.filter((k) => !heldKeys.has(k))
+  for (let i = 0; i < released.length; i += RECORDS_PER_STATEMENT) {
+    statements.push(releaseStatement(target.dataSourceId, target.generation, released.slice(i, i + RECORDS_PER_STATEMENT)))
   }
   for (let i = 0; i < held.length; i += RECORDS_PER_STATEMENT) {
     const items = held.slice(i, i + RECORDS_PER_STATEMENT).map((r) => `[${JSON.stringify(r.key)},${r.json}]`)
     statements.push(sql`
       INSERT INTO held_records (tenant_id, panel_id, data_source_id, generation, key, data, created_at, updated_at)
       SELECT ${target.tenantId}, ${target.panelId}, ${target.dataSourceId}, ${target.generation}, j.value ->> 0, j.value -> 1,
-        ${now}, ${now}
+        ${now}, ${keptTime(target.dataSourceId, now)}
       FROM json_each(${`[${items.join(',')}]`}) j WHERE ${sourceExists(target.dataSourceId)}
-      ON CONFLICT (data_source_id, generation, key) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at`)
+      ON CONFLICT (data_source_id, generation, key) DO UPDATE SET data = excluded.data,
+        updated_at = CASE WHEN held_records.data = excluded.data THEN held_records.updated_at ELSE excluded.updated_at END`)
   }
   return statements
 }
@@ -74,3 +79,19 @@ export const heldPage = (tenantId: string, panelId: number, after: number, limit
   SELECT id, data_source_id, generation, key, data FROM held_records
   WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} AND id > ${after}
   ORDER BY id LIMIT ${limit}`
+
+// --- Internal helpers ---
+
+/**
+ * The time of the resource `j.value ->> 0` with data `j.value -> 1` in the source's visible
+ * generation: held there, or stored as its rows (by record key, or its one row by key); else now.
+ */
+const keptTime = (dataSourceId: number, now: string) => {
+  const visible = sql`p.data_source_id = ${dataSourceId}
+    AND p.generation = (SELECT current_generation FROM data_sources WHERE id = ${dataSourceId}) AND p.data = j.value -> 1`
+  return sql`coalesce(
+    (SELECT p.updated_at FROM held_records p WHERE ${visible} AND p.key = j.value ->> 0),
+    (SELECT max(p.updated_at) FROM records p WHERE ${visible} AND p.record_key = j.value ->> 0),
+    (SELECT p.updated_at FROM records p WHERE ${visible} AND p.key = j.value ->> 0),
+    ${now})`
+}

@@ -182,6 +182,11 @@ async function rebuildBatch(
   })
   const now = at.toISOString()
   const statements: SQL[] = []
+  // Records whose rows all went are held, to be stored again by a later view (held.ts); before
+  // their rows are deleted, so they keep those rows' time.
+  for (const { target, records } of change.held) {
+    statements.push(...holdStatements({ tenantId, panelId, ...target }, [], records, now))
+  }
   if (change.deleteIds.length > 0) {
     statements.push(sql`DELETE FROM records WHERE id IN (SELECT value FROM json_each(${JSON.stringify(change.deleteIds)}))
       AND +tenant_id = ${tenantId}`)
@@ -204,10 +209,6 @@ async function rebuildBatch(
       errors: r.errors ?? 'null',
     }))
     statements.push(...insertRowStatements({ tenantId, panelId, ...target }, payload, plan.version, now, 'replace'))
-  }
-  // Records whose rows all went are held, to be stored again by a later view (held.ts).
-  for (const { target, records } of change.held) {
-    statements.push(...holdStatements({ tenantId, panelId, ...target }, [], records, now))
   }
   if (statements.length > 0) {
     const ids = [...change.deleteIds, ...change.updates.map((u) => u[0] as number)]

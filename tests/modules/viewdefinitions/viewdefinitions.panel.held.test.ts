@@ -164,6 +164,30 @@ describe('a resource its view gives no row', () => {
     expect(await held()).toEqual([])
   })
 
+  it('is read by $viewdefinition-run over its source, once, keeping its time through full syncs', async () => {
+    await putView(NAMES)
+    t.clock.set('2026-01-01T13:00:00.000Z')
+    fhir.state.resources.Patient = patients().map((p) => (p.id === 'p2' ? { ...p, gender: 'other' } : p))
+    await sync()
+    const ids = async (...extra: Record<string, unknown>[]) => {
+      const res = await alice.post('/api/$viewdefinition-run', {
+        resourceType: 'Parameters',
+        parameter: [
+          { name: 'source', valueString: String(sourceId) },
+          { name: 'viewResource', resource: { ...NAMES, select: [{ column: [{ name: 'id', path: 'id' }] }] } },
+          ...extra,
+        ],
+      })
+      expect(res.status).toBe(200)
+      return (res.body as { id: string }[]).map((r) => r.id)
+    }
+    expect(await ids()).toEqual(['p1', 'p2', 'p3'])
+    expect(await ids({ name: '_since', valueInstant: '2026-01-01T12:30:00Z' })).toEqual(['p2'])
+    fhir.state.resources.Patient = patients().map((p) => (p.id === 'p3' ? { ...p, gender: 'unknown' } : p))
+    await sync()
+    expect(await ids({ name: '_since', valueInstant: '2026-01-01T12:30:00Z' })).toEqual(['p2', 'p3'])
+  })
+
   it('is not held in the partial generation of a full sync that fails', async () => {
     await putView(NAMES)
     const before = await held()
