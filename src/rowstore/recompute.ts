@@ -237,7 +237,14 @@ async function restoreHeld(
     const at = now()
     const released: number[] = []
     const groups = new Map<string, { target: RowsTarget; rows: RowPayload[] }>()
+    // A record a writer stored rows for since it was held (a sync without the view, while this
+    // recompute was pending) has newer data there: it is only released.
+    const stored = await storedRecordKeys(store, tenantId, panelId, page)
     const expanded = page.map((h) => {
+      if (stored.has(`${h.data_source_id}:${h.generation}:${h.key}`)) {
+        released.push(h.id)
+        return { h, rows: [] }
+      }
       const data = JSON.parse(h.data) as Record<string, unknown>
       return { h, rows: storedRowsOf(plan.view, h.data_source_id, { key: h.key, data, json: h.data }) }
     })
@@ -266,6 +273,10 @@ async function restoreHeld(
       }
     }
     if (released.length === 0) continue
+    if (groups.size === 0) {
+      await store.db.run(releaseByIds(tenantId, released))
+      continue
+    }
     const stamp = at.toISOString()
     const write: RowWrite = {
       tenantId,
@@ -284,13 +295,28 @@ async function restoreHeld(
       ids: [],
       added: groupList.map((g) => ({ ...g.target, keys: g.rows.map((r) => r.key) })),
       statements: [
-        ...groupList.flatMap((g) =>
-          insertRowStatements({ tenantId, panelId, ...g.target }, g.rows, plan.version, stamp, 'replace'),
-        ),
+        ...groupList.flatMap((g) => insertRowStatements({ tenantId, panelId, ...g.target }, g.rows, plan.version, stamp, 'keep')),
         releaseByIds(tenantId, released),
       ],
     })
     membership.views = membership.views.map((v) => (v.where ? { ...v, storedKey: v.key } : v))
     written += groupList.reduce((n, g) => n + g.rows.length, 0)
   }
+}
+
+/** `<source>:<generation>:<record key>` of the held records of `page` that have stored rows. */
+async function storedRecordKeys(store: RowStore, tenantId: string, panelId: number, page: ReadHeld[]): Promise<Set<string>> {
+  const groups = new Map<string, { target: RowsTarget; keys: string[] }>()
+  for (const h of page) {
+    const id = `${h.data_source_id}:${h.generation}`
+    const group = groups.get(id) ?? { target: { dataSourceId: h.data_source_id, generation: h.generation }, keys: [] }
+    groups.set(id, group)
+    group.keys.push(h.key)
+  }
+  const rows = (
+    await Promise.all(
+      [...groups.values()].map((g) => store.db.all<ReadRow>(recordRowsQuery(tenantId, panelId, g.target, g.keys))),
+    )
+  ).flat()
+  return new Set(rows.map((r) => `${r.data_source_id}:${r.generation}:${r.record_key ?? r.key}`))
 }

@@ -188,6 +188,23 @@ describe('a resource its view gives no row', () => {
     expect(await ids({ name: '_since', valueInstant: '2026-01-01T12:30:00Z' })).toEqual(['p2', 'p3'])
   })
 
+  it('yields to a row a writer stored for it meanwhile, when the view goes', async () => {
+    await putView(NAMES)
+    // A writer that did not know the view yet (a sync that loaded the panel before it) stored p3's newer data as its row.
+    await t.client.execute({
+      sql: `INSERT INTO records (tenant_id, panel_id, data_source_id, generation, key, data, cells, cells_version, created_at, updated_at)
+            VALUES ('tenant-a', ?, ?, ?, 'Patient/p3', ?, '{}', 0, '2026-01-01T12:00:00.000Z', '2026-01-01T12:00:00.000Z')`,
+      args: [panelId, sourceId, await generation(), JSON.stringify({ resourceType: 'Patient', id: 'p3', gender: 'other' })],
+    })
+    await deleteView()
+    const { rows } = await t.client.execute({
+      sql: `SELECT data ->> '$.gender' AS gender FROM records WHERE panel_id = ? AND key = 'Patient/p3'`,
+      args: [panelId],
+    })
+    expect(rows.map((r) => r.gender)).toEqual(['other'])
+    expect(await held()).toEqual([])
+  })
+
   it('is not held in the partial generation of a full sync that fails', async () => {
     await putView(NAMES)
     const before = await held()
