@@ -126,9 +126,10 @@ export async function recomputePanel(
  * handed back at shutdown, or cut short on Workers).
  */
 export async function recomputeAfterColumnChange(ctx: ServiceContext, panelId: number): Promise<void> {
-  const [{ n }] = await ctx.db.all<{ n: number }>(
-    sql`SELECT count(*) AS n FROM records WHERE tenant_id = ${ctx.scope.tenantId} AND panel_id = ${panelId}`,
-  )
+  // Its rows, and the records its view holds (held.ts), which a recompute may store as rows.
+  const [{ n }] = await ctx.db.all<{ n: number }>(sql`SELECT
+    (SELECT count(*) FROM records WHERE tenant_id = ${ctx.scope.tenantId} AND panel_id = ${panelId})
+    + (SELECT count(*) FROM held_records WHERE tenant_id = ${ctx.scope.tenantId} AND panel_id = ${panelId}) AS n`)
   const run = () => recomputePanel(ctx.db, ctx.scope.tenantId, panelId, () => ctx.clock.now(), ctx.stopping, ctx.live)
   if (Number(n) <= INLINE_RECOMPUTE_LIMIT) {
     await run()

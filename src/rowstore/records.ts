@@ -155,11 +155,12 @@ export async function upsertStatements(
   )
   // A panel not defined by a ViewDefinition stores each record as its one row, as it is. In one
   // that is, a record the view gives no row is held (held.ts), so a changed view can store it again.
-  const held: HeldRecord[] = []
+  // By key: of records sharing a key, the last is the record (keyRecords).
+  const holds = new Map<string, HeldRecord | null>()
   const stored: readonly (KeyedRecord & Partial<StoredRow>)[] = rows.plan.view
     ? records.flatMap((r) => {
         const out = storedRowsOf(rows.plan.view, source.id, r)
-        if (out.length === 0) held.push(r)
+        holds.set(r.key, out.length === 0 ? r : null)
         return out
       })
     : records
@@ -186,7 +187,12 @@ export async function upsertStatements(
           keys,
           stored.map((r) => r.key),
         ),
-        ...holdStatements(target, keys, held, now),
+        ...holdStatements(
+          target,
+          keys,
+          [...holds.values()].filter((r) => r !== null),
+          now,
+        ),
       ]
     : []
   return [...stale, ...insertRowStatements(target, payload, rows.plan.version, now, 'replace')]
