@@ -177,6 +177,32 @@ export const records = sqliteTable(
   ],
 )
 
+/**
+ * A resource a panel's ViewDefinition gives no row (a `where` that excludes it, a `forEach` over
+ * nothing), held in its generation so a replaced or removed view can store it again without
+ * reading the source (docs/sql-on-fhir.md). No row reader reads this table: only the row store's
+ * writers (rowstore/held.ts) and the recompute.
+ */
+export const heldRecords = sqliteTable(
+  'held_records',
+  {
+    id: integer().primaryKey({ autoIncrement: true }),
+    tenantId: text().notNull(),
+    panelId: integer().notNull(),
+    dataSourceId: integer()
+      .notNull()
+      .references(() => dataSources.id, { onDelete: 'cascade' }),
+    generation: integer().notNull(),
+    key: text().notNull(),
+    data: text({ mode: 'json' }).$type<Record<string, unknown>>().notNull(),
+    ...timestamps,
+  },
+  (t) => [
+    uniqueIndex('held_records_source_generation_key_idx').on(t.dataSourceId, t.generation, t.key),
+    index('held_records_tenant_panel_idx').on(t.tenantId, t.panelId),
+  ],
+)
+
 export type ColumnKind = 'base' | 'calculated'
 
 /** Base and calculated columns share this table and so one id space (CONTRACT: Columns). */

@@ -116,18 +116,23 @@ export interface ReadRow {
 /** A stored row's materialised cells and errors as JSON texts (errors `null` when none). */
 export type Materialised = (row: StoredRow, dataSourceId: number) => { cells: string; errors: string | null }
 
-/** What a rebuild changes: rows to delete (ids), to update in place, and to insert (per generation). */
+/**
+ * What a rebuild changes: rows to delete (ids), to update in place, and to insert (per generation);
+ * and the records whose rows all went, to hold (held.ts), per generation.
+ */
 export interface Rebuild {
   deleteIds: number[]
   updates: [id: number, cells: string, errors: string | null, recordKey: string | null][]
   inserts: { target: RowsTarget; rows: (StoredRow & { cells: string; errors: string | null })[] }[]
+  held: { target: RowsTarget; records: { key: string; json: string }[] }[]
 }
 
 /**
  * A recompute of rows whose shape may change (a panel defined by a view, or rows a view left):
  * every record of `batch` is stored again as `storedRowsOf` says, against all its stored rows
  * (`existing`, read by the caller for these records). Rows it still has keep their id and are
- * rewritten only when their cells change; rows it no longer has go; new ones are inserted.
+ * rewritten only when their cells change; rows it no longer has go; new ones are inserted. A
+ * record left with no row is held (`held`), so a later view can store it again.
  */
 export function rebuildRecords(
   view: PanelView | undefined,
@@ -135,7 +140,7 @@ export function rebuildRecords(
   existing: ReadRow[],
   materialised: Materialised,
 ): Rebuild {
-  const out: Rebuild = { deleteIds: [], updates: [], inserts: [] }
+  const out: Rebuild = { deleteIds: [], updates: [], inserts: [], held: [] }
   const recordOf = (r: ReadRow) => `${r.data_source_id}\u0000${r.generation}\u0000${r.record_key ?? r.key}`
   const stored = new Map<string, ReadRow[]>()
   for (const r of existing) {
@@ -145,13 +150,25 @@ export function rebuildRecords(
   }
   const done = new Set<string>()
   const inserts = new Map<string, Rebuild['inserts'][number]>()
+  const held = new Map<string, Rebuild['held'][number]>()
   for (const r of batch) {
     const id = recordOf(r)
     if (done.has(id)) continue
     done.add(id)
     const record = { key: r.record_key ?? r.key, data: JSON.parse(r.data) as Record<string, unknown>, json: r.data }
     const have = new Map((stored.get(id) ?? [r]).map((s) => [s.key, s]))
-    for (const row of storedRowsOf(view, r.data_source_id, record)) {
+    const rows = storedRowsOf(view, r.data_source_id, record)
+    if (rows.length === 0) {
+      const at = `${r.data_source_id}:${r.generation}`
+      let group = held.get(at)
+      if (!group) {
+        group = { target: { dataSourceId: r.data_source_id, generation: r.generation }, records: [] }
+        held.set(at, group)
+        out.held.push(group)
+      }
+      group.records.push({ key: record.key, json: record.json })
+    }
+    for (const row of rows) {
       const { cells, errors } = materialised(row, r.data_source_id)
       const old = have.get(row.key)
       have.delete(row.key)

@@ -4,11 +4,12 @@ import { rowsAffected, runBatch } from '../db/client.ts'
 import { panels } from '../db/schema.ts'
 import type { Deps } from '../deps.ts'
 import type { LiveBus } from '../live/bus.ts'
-import { type ReadRow, type RowsTarget, rebuildRecords, recordRowsQuery } from './expand.ts'
+import { type ReadRow, type RowsTarget, rebuildRecords, recordRowsQuery, storedRowsOf } from './expand.ts'
+import { heldPage, holdStatements, type ReadHeld, releaseByIds } from './held.ts'
 import { loadPanelPlan, type PanelPlan, prepareRows, rowOf } from './materialise.ts'
 import { type RowWrite, resetStatements, writeToken } from './membership.ts'
 import { loadPanelMembership, type PanelMembership } from './membership-plan.ts'
-import { insertRowStatements } from './record-sql.ts'
+import { insertRowStatements, type RowPayload } from './record-sql.ts'
 import { type RowStore, rewriteRows } from './write.ts'
 
 /**
@@ -100,6 +101,8 @@ export async function recomputePanel(
       membership.views = membership.views.map((v) => (v.where ? { ...v, storedKey: v.key } : v))
       written += changed.length
     }
+    if (stop?.aborted) return written
+    written += await restoreHeld(store, { tenantId, panelId, plan }, membership, now)
     const resets = redefined.flatMap((v) => resetStatements(loaded, v, { at: now().toISOString() }))
     if (resets.length > 0) {
       await runBatch(db, resets)
@@ -123,9 +126,10 @@ export async function recomputePanel(
  * handed back at shutdown, or cut short on Workers).
  */
 export async function recomputeAfterColumnChange(ctx: ServiceContext, panelId: number): Promise<void> {
-  const [{ n }] = await ctx.db.all<{ n: number }>(
-    sql`SELECT count(*) AS n FROM records WHERE tenant_id = ${ctx.scope.tenantId} AND panel_id = ${panelId}`,
-  )
+  // Its rows, and the records its view holds (held.ts), which a recompute may store as rows.
+  const [{ n }] = await ctx.db.all<{ n: number }>(sql`SELECT
+    (SELECT count(*) FROM records WHERE tenant_id = ${ctx.scope.tenantId} AND panel_id = ${panelId})
+    + (SELECT count(*) FROM held_records WHERE tenant_id = ${ctx.scope.tenantId} AND panel_id = ${panelId}) AS n`)
   const run = () => recomputePanel(ctx.db, ctx.scope.tenantId, panelId, () => ctx.clock.now(), ctx.stopping, ctx.live)
   if (Number(n) <= INLINE_RECOMPUTE_LIMIT) {
     await run()
@@ -179,6 +183,11 @@ async function rebuildBatch(
   })
   const now = at.toISOString()
   const statements: SQL[] = []
+  // Records whose rows all went are held, to be stored again by a later view (held.ts); before
+  // their rows are deleted, so they keep those rows' time.
+  for (const { target, records } of change.held) {
+    statements.push(...holdStatements({ tenantId, panelId, ...target }, [], records, now))
+  }
   if (change.deleteIds.length > 0) {
     statements.push(sql`DELETE FROM records WHERE id IN (SELECT value FROM json_each(${JSON.stringify(change.deleteIds)}))
       AND +tenant_id = ${tenantId}`)
@@ -207,4 +216,108 @@ async function rebuildBatch(
     await rewriteRows(store, { panel: { tenantId, panelId }, write, membership, ids, added, statements })
   }
   return change.deleteIds.length + change.updates.length + change.inserts.reduce((n, g) => n + g.rows.length, 0)
+}
+
+/**
+ * After a panel's rows are recomputed: its held records (held.ts) that the current view (or no
+ * view) gives rows are stored as those rows and released, page by page through the write
+ * protocol's rewrite. The others stay held. Answers the number of rows stored.
+ */
+async function restoreHeld(
+  store: RowStore,
+  { tenantId, panelId, plan }: { tenantId: string; panelId: number; plan: PanelPlan },
+  membership: PanelMembership,
+  now: () => Date,
+): Promise<number> {
+  let written = 0
+  let after = 0
+  for (;;) {
+    const page = await store.db.all<ReadHeld>(heldPage(tenantId, panelId, after, RECOMPUTE_BATCH))
+    if (page.length === 0) return written
+    after = page[page.length - 1].id
+    const at = now()
+    const released: number[] = []
+    const groups = new Map<string, { target: RowsTarget; rows: RowPayload[] }>()
+    // A record a writer stored rows for since it was held (a sync without the view, while this
+    // recompute was pending) has newer data there: it is only released.
+    const stored = await storedRecordKeys(store, tenantId, panelId, page)
+    const expanded = page.map((h) => {
+      if (stored.has(`${h.data_source_id}:${h.generation}:${h.key}`)) {
+        released.push(h.id)
+        return { h, rows: [] }
+      }
+      const data = JSON.parse(h.data) as Record<string, unknown>
+      return { h, rows: storedRowsOf(plan.view, h.data_source_id, { key: h.key, data, json: h.data }) }
+    })
+    await prepareRows(
+      plan,
+      expanded.filter((e) => e.rows.length > 0).map((e) => e.rows[0].data),
+    )
+    for (const { h, rows } of expanded) {
+      if (rows.length === 0) continue
+      released.push(h.id)
+      const id = `${h.data_source_id}:${h.generation}`
+      let group = groups.get(id)
+      if (!group) {
+        group = { target: { dataSourceId: h.data_source_id, generation: h.generation }, rows: [] }
+        groups.set(id, group)
+      }
+      for (const row of rows) {
+        const { cells, errors } = rowOf(plan, h.data_source_id, row.data, at, row)
+        group.rows.push({
+          key: row.key,
+          recordKey: row.recordKey,
+          data: row.json,
+          cells: JSON.stringify(cells),
+          errors: errors.length > 0 ? JSON.stringify(errors) : 'null',
+        })
+      }
+    }
+    if (released.length === 0) continue
+    if (groups.size === 0) {
+      await store.db.run(releaseByIds(tenantId, released))
+      continue
+    }
+    const stamp = at.toISOString()
+    const write: RowWrite = {
+      tenantId,
+      panelId,
+      actorId: 'system',
+      cause: 'recompute',
+      eventKey: `recompute:${plan.version}:held:${after}`,
+      token: writeToken(),
+      at: stamp,
+    }
+    const groupList = [...groups.values()]
+    await rewriteRows(store, {
+      panel: { tenantId, panelId },
+      write,
+      membership,
+      ids: [],
+      added: groupList.map((g) => ({ ...g.target, keys: g.rows.map((r) => r.key) })),
+      statements: [
+        ...groupList.flatMap((g) => insertRowStatements({ tenantId, panelId, ...g.target }, g.rows, plan.version, stamp, 'keep')),
+        releaseByIds(tenantId, released),
+      ],
+    })
+    membership.views = membership.views.map((v) => (v.where ? { ...v, storedKey: v.key } : v))
+    written += groupList.reduce((n, g) => n + g.rows.length, 0)
+  }
+}
+
+/** `<source>:<generation>:<record key>` of the held records of `page` that have stored rows. */
+async function storedRecordKeys(store: RowStore, tenantId: string, panelId: number, page: ReadHeld[]): Promise<Set<string>> {
+  const groups = new Map<string, { target: RowsTarget; keys: string[] }>()
+  for (const h of page) {
+    const id = `${h.data_source_id}:${h.generation}`
+    const group = groups.get(id) ?? { target: { dataSourceId: h.data_source_id, generation: h.generation }, keys: [] }
+    groups.set(id, group)
+    group.keys.push(h.key)
+  }
+  const rows = (
+    await Promise.all(
+      [...groups.values()].map((g) => store.db.all<ReadRow>(recordRowsQuery(tenantId, panelId, g.target, g.keys))),
+    )
+  ).flat()
+  return new Set(rows.map((r) => `${r.data_source_id}:${r.generation}:${r.record_key ?? r.key}`))
 }

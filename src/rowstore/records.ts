@@ -2,6 +2,7 @@ import { type SQL, sql } from 'drizzle-orm'
 import { evaluatePath } from '../lib/formats/json-path.ts'
 import type { GenerationDigest } from './digest.ts'
 import { type StoredRow, staleRowStatements, storedRowsOf } from './expand.ts'
+import { type HeldRecord, holdStatements, releaseStatement } from './held.ts'
 import { type PanelPlan, prepareRows, rowOf } from './materialise.ts'
 import { insertRowStatements, RECORDS_PER_STATEMENT, type RowPayload } from './record-sql.ts'
 
@@ -152,9 +153,16 @@ export async function upsertStatements(
     rows.plan,
     records.map((r) => r.data),
   )
-  // A panel not defined by a ViewDefinition stores each record as its one row, as it is.
+  // A panel not defined by a ViewDefinition stores each record as its one row, as it is. In one
+  // that is, a record the view gives no row is held (held.ts), so a changed view can store it again.
+  // By key: of records sharing a key, the last is the record (keyRecords).
+  const holds = new Map<string, HeldRecord | null>()
   const stored: readonly (KeyedRecord & Partial<StoredRow>)[] = rows.plan.view
-    ? records.flatMap((r) => storedRowsOf(rows.plan.view, source.id, r))
+    ? records.flatMap((r) => {
+        const out = storedRowsOf(rows.plan.view, source.id, r)
+        holds.set(r.key, out.length === 0 ? r : null)
+        return out
+      })
     : records
   const payload = stored.map((r): RowPayload => {
     const row = rowOf(rows.plan, source.id, r.data, rows.now, r as StoredRow)
@@ -171,19 +179,29 @@ export async function upsertStatements(
     generation,
     keepsTimes: source.currentGeneration !== 0,
   }
+  const keys = records.map((r) => r.key)
   const stale = rows.plan.view
-    ? staleRowStatements(
-        target,
-        records.map((r) => r.key),
-        stored.map((r) => r.key),
-      )
+    ? [
+        ...staleRowStatements(
+          target,
+          keys,
+          stored.map((r) => r.key),
+        ),
+        ...holdStatements(
+          target,
+          keys,
+          [...holds.values()].filter((r) => r !== null),
+          now,
+        ),
+      ]
     : []
   return [...stale, ...insertRowStatements(target, payload, rows.plan.version, now, 'replace')]
 }
 
 /**
  * Deletes records by key from one generation (incremental deletes, webhook `data.deleted`): their
- * row, or every row a ViewDefinition made of them (`record_key`, expand.ts).
+ * row, or every row a ViewDefinition made of them (`record_key`, expand.ts), or the record held
+ * because its view gave it none (held.ts).
  */
 export function deleteStatements(source: RowSource, generation: number, keys: readonly string[]): SQL[] {
   const statements: SQL[] = []
@@ -197,6 +215,7 @@ export function deleteStatements(source: RowSource, generation: number, keys: re
       sql`
       DELETE FROM records WHERE data_source_id = ${source.id} AND generation = ${generation}
         AND record_key IN (SELECT value FROM json_each(${payload}))`,
+      releaseStatement(source.id, generation, keys.slice(i, i + RECORDS_PER_STATEMENT)),
     )
   }
   return statements

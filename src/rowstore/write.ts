@@ -1,6 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
 import { type BatchStatement, type Db, runBatch } from '../db/client.ts'
 import type { LiveBus } from '../live/bus.ts'
+import { dropHeldOfSource, dropHeldOlder } from './held.ts'
 import {
   deleteIdentities,
   generationSwitchIdentities,
@@ -138,6 +139,8 @@ export async function writeRows(store: RowStore, change: BatchWrite): Promise<un
     ...(upserts.length > 0 && change.rows ? await upsertStatements(source, generation, upserts, change.now, change.rows) : []),
     ...deleteStatements(source, generation, deleted),
     ...(own?.statements ?? []),
+    // A source removed takes its held records too (held.ts), whether or not foreign keys cascade.
+    ...(own?.removesSource ? [dropHeldOfSource(source.id)] : []),
   ]
   const digests = write ? [forgetDigest(sql`id = ${source.id}`)] : []
   const results = await run(store, ordered({ membership, before, rows: [...rows, ...digests], after }), change.with ?? [])
@@ -160,12 +163,12 @@ export async function switchGeneration(store: RowStore, change: GenerationSwitch
     sql`UPDATE data_sources SET current_generation = ${to}, generation_digest = ${change.digest ?? null}
       WHERE id = ${source.id} AND ${when}`,
   ]
-  // The older generations go once the views have moved.
+  // The older generations (their rows and held records) go once the views have moved.
   const dropOlder = sql`DELETE FROM records WHERE data_source_id = ${source.id} AND generation < ${to}
     AND (SELECT current_generation FROM data_sources WHERE id = ${source.id}) = ${to}`
   const results = await run(
     store,
-    [...ordered({ membership, before: identities, rows, after: [] }), dropOlder],
+    [...ordered({ membership, before: identities, rows, after: [] }), dropOlder, dropHeldOlder(source.id, to)],
     change.with ?? [],
   )
   store.live?.committed(source.tenantId)

@@ -6,6 +6,7 @@ import { dataSources, records, syncRuns } from '../../db/schema.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { FileAccessError } from '../../lib/files.ts'
 import { appendEvents } from '../../rowstore/events.ts'
+import { dropHeldGeneration } from '../../rowstore/held.ts'
 import { countRemovedKeys } from '../../rowstore/records.ts'
 import { type RowWrite, rowWrite, switchGeneration } from '../../rowstore/write.ts'
 import { changeInsert } from '../changes/changes.service.ts'
@@ -140,7 +141,10 @@ export async function fail(
   const now = isoNow(ctx.clock)
   const dropPartial = incremental
     ? []
-    : [ctx.db.delete(records).where(and(eq(records.dataSourceId, source.id), eq(records.generation, run.generation)))]
+    : [
+        ctx.db.delete(records).where(and(eq(records.dataSourceId, source.id), eq(records.generation, run.generation))),
+        dropHeldGeneration(source.id, run.generation),
+      ]
   const ended: Partial<SyncRunRow> = {
     status,
     error,

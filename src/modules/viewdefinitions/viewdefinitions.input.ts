@@ -1,6 +1,5 @@
-import { and, asc, eq, gt, gte, type SQL, sql } from 'drizzle-orm'
+import { type SQL, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
-import { records } from '../../db/schema.ts'
 import { noteAccess } from '../audit/audit.record.ts'
 import { requireDataSource } from '../datasources/datasources.service.ts'
 
@@ -10,9 +9,11 @@ const PAGE = 1000
 /**
  * The current records of one of the caller's data sources (404 for another tenant's or user's), as
  * an async stream of their data read page by page, in key order through the
- * (data_source_id, generation, key) index, so a run over millions holds one page at a time.
- * `since`: only records written at or after that instant (their `updatedAt`). `elements`: the
- * top-level elements the view reads (ViewPlan.elements); the others are left in the database.
+ * (data_source_id, generation, key) indexes, so a run over millions holds one page at a time. The
+ * resources a panel's view stored as rows, and those it gave none and so holds (rowstore/held.ts),
+ * are all read, each once. `since`: only records written at or after that instant (their
+ * `updatedAt`). `elements`: the top-level elements the view reads (ViewPlan.elements); the others
+ * are left in the database.
  */
 export async function sourceResources(
   ctx: ServiceContext,
@@ -22,30 +23,34 @@ export async function sourceResources(
 ): Promise<AsyncIterable<unknown>> {
   const source = await requireDataSource(ctx, sourceId)
   noteAccess(ctx, { dataSourceId: source.id, panelId: source.panelId })
-  // A resource a panel's view stored as several rows (record_key) is read once, from its first row.
-  const once = sql`(${records.recordKey} IS NULL OR NOT EXISTS (SELECT 1 FROM records o WHERE o.data_source_id = ${records.dataSourceId}
-    AND o.generation = ${records.generation} AND o.record_key = ${records.recordKey} AND o.key < ${records.key}))`
-  const base = and(eq(records.dataSourceId, source.id), eq(records.generation, source.currentGeneration), once)
-  const read = elements ? projection(elements) : { data: sql<string>`${records.data}`, id: sql<string | null>`NULL` }
+  const read = (table: string) => {
+    const data = sql.raw(`${table}.data`)
+    return elements ? projection(elements, data) : { data, id: sql`NULL` }
+  }
+  const rows = read('r')
+  const held = read('h')
   return {
     async *[Symbol.asyncIterator]() {
       let after: string | undefined
       for (;;) {
-        const page = await ctx.db
+        const where = (table: string) => {
+          const key = sql.raw(`${table}.key`)
+          const updatedAt = sql.raw(`${table}.updated_at`)
+          return sql`${sql.raw(`${table}.data_source_id`)} = ${source.id} AND ${sql.raw(`${table}.generation`)} = ${source.currentGeneration}
+            ${after === undefined ? sql`` : sql`AND ${key} > ${after}`} ${since === undefined ? sql`` : sql`AND ${updatedAt} >= ${since}`}`
+        }
+        // A resource a view stored as several rows (record_key) is read once, from its first row.
+        // A compound SELECT ordered by key: SQLite merges the two index-ordered halves, page by page.
+        const page = await ctx.db.all<{ key: string; data: string; id: string | null }>(sql`
+          SELECT r.key AS key, ${rows.data} AS data, ${rows.id} AS id FROM records r
+          WHERE ${where('r')} AND (r.record_key IS NULL OR NOT EXISTS (SELECT 1 FROM records o
+            WHERE o.data_source_id = r.data_source_id AND o.generation = r.generation AND o.record_key = r.record_key AND o.key < r.key))
+          UNION ALL
+          SELECT h.key AS key, ${held.data} AS data, ${held.id} AS id FROM held_records h WHERE ${where('h')}
+          ORDER BY key LIMIT ${PAGE}`)
+        for (const record of page) {
           // The data as its stored text, parsed one record at a time as the run takes it: a page's
           // resources then die young instead of surviving into the old generation together.
-          .select({ key: records.key, data: read.data, id: read.id })
-          .from(records)
-          .where(
-            and(
-              base,
-              after === undefined ? undefined : gt(records.key, after),
-              since === undefined ? undefined : gte(records.updatedAt, since),
-            ),
-          )
-          .orderBy(asc(records.key))
-          .limit(PAGE)
-        for (const record of page) {
           const resource = JSON.parse(record.data)
           if (record.id !== null) resource.id = record.id
           yield resource as unknown
@@ -65,10 +70,9 @@ export async function sourceResources(
  * major collection frees, and peak memory grew with the run's length. Read as a column, the id is
  * an ordinary string that dies young. Any other type of `id` stays in the JSON, as stored.
  */
-function projection(elements: string[]): { data: SQL<string>; id: SQL<string | null> } {
+function projection(elements: string[], data: SQL): { data: SQL<string>; id: SQL<string | null> } {
   const unsafe = elements.find((name) => !SAFE_NAME.test(name))
   if (unsafe !== undefined) throw new Error(`not an element name: ${unsafe}`)
-  const data = records.data
   const parts = elements.map((name) =>
     name === 'id'
       ? sql`CASE WHEN json_type(${data}, '$.id') <> 'text' THEN '"id":' || (${data} -> '$.id') END`
