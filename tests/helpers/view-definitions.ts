@@ -1,5 +1,7 @@
 import { createHmac } from 'node:crypto'
+import { expect } from 'vitest'
 import type { App } from '../../src/app.ts'
+import type { TestClient } from './http.ts'
 
 /** One row per given name of each name of a Patient: two forEach levels (the unnesting case). */
 export const GIVEN_NAMES_VIEW = {
@@ -24,4 +26,22 @@ export async function deliverSigned(app: App, endpoint: string, secret: string, 
     headers: { 'content-type': 'application/json', 'X-Signature-256': signature },
     body: raw,
   })
+}
+
+/**
+ * A new panel of `client`'s (tenant-a, alice) with one `fhir` source reading Patients from
+ * `baseUrl`, synchronised: the starting point of the ViewDefinition panel tests.
+ */
+export async function panelWithFhirPatients(
+  client: TestClient,
+  name: string,
+  baseUrl: string,
+): Promise<{ panelId: number; sourceId: number }> {
+  const panel = await client.post('/api/panels', { name, tenantId: 'tenant-a', userId: 'alice' })
+  const source = await client.post(`/api/panels/${panel.body.id}/datasources`, {
+    type: 'fhir',
+    config: { baseUrl, resourceType: 'Patient' },
+  })
+  expect(source.body).toMatchObject({ syncStatus: 'success' })
+  return { panelId: panel.body.id, sourceId: source.body.id }
 }

@@ -3,6 +3,7 @@ import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { startFhirServer } from '../../helpers/fhir-server.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
 import { type FixtureServer, sendJson, startJsonServer } from '../../helpers/servers.ts'
+import { panelWithFhirPatients } from '../../helpers/view-definitions.ts'
 
 /**
  * Corners of the SQL-on-FHIR routes found through HTTP (issue 20 item 6): `_since` keeps only
@@ -49,14 +50,7 @@ beforeEach(async () => {
   fhir.state.resources.Patient = patients()
   t = await makeTestApp()
   alice = clientFor(t.app, 'tenant-a', 'alice')
-  const panel = await alice.post('/api/panels', { name: 'Patients', tenantId: 'tenant-a', userId: 'alice' })
-  panelId = panel.body.id
-  const source = await alice.post(`/api/panels/${panelId}/datasources`, {
-    type: 'fhir',
-    config: { baseUrl: fhir.baseUrl, resourceType: 'Patient' },
-  })
-  expect(source.body).toMatchObject({ syncStatus: 'success' })
-  sourceId = source.body.id
+  ;({ panelId, sourceId } = await panelWithFhirPatients(alice, 'Patients', fhir.baseUrl))
 })
 
 describe('$viewdefinition-run _since', () => {

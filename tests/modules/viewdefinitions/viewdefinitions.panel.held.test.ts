@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { startFhirServer } from '../../helpers/fhir-server.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
-import { deliverSigned } from '../../helpers/view-definitions.ts'
+import { deliverSigned, panelWithFhirPatients } from '../../helpers/view-definitions.ts'
 
 /**
  * A resource a panel's ViewDefinition gives no row (docs/sql-on-fhir.md, "Decision: a resource the
@@ -44,14 +44,7 @@ beforeEach(async () => {
   fhir.state.resources.Patient = patients()
   t = await makeTestApp()
   alice = clientFor(t.app, 'tenant-a', 'alice')
-  const panel = await alice.post('/api/panels', { name: 'Names', tenantId: 'tenant-a', userId: 'alice' })
-  panelId = panel.body.id
-  const source = await alice.post(`/api/panels/${panelId}/datasources`, {
-    type: 'fhir',
-    config: { baseUrl: fhir.baseUrl, resourceType: 'Patient' },
-  })
-  expect(source.body).toMatchObject({ syncStatus: 'success' })
-  sourceId = source.body.id
+  ;({ panelId, sourceId } = await panelWithFhirPatients(alice, 'Names', fhir.baseUrl))
 })
 
 /** The visible rows' keys and record keys. */

@@ -4,6 +4,7 @@ import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { authHeaders } from '../../helpers/auth.ts'
 import { startFhirServer } from '../../helpers/fhir-server.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
+import { panelWithFhirPatients } from '../../helpers/view-definitions.ts'
 
 /**
  * A panel defined by a ViewDefinition over a FHIR source (docs/sql-on-fhir.md, "Panels defined by
@@ -64,14 +65,7 @@ afterAll(() => fhir.close())
 
 async function freshPanel() {
   fhir.state.resources.Patient = patientsV1()
-  const panel = await alice.post('/api/panels', { name: 'Given names', tenantId: 'tenant-a', userId: 'alice' })
-  panelId = panel.body.id
-  const source = await alice.post(`/api/panels/${panelId}/datasources`, {
-    type: 'fhir',
-    config: { baseUrl: fhir.baseUrl, resourceType: 'Patient' },
-  })
-  expect(source.body).toMatchObject({ syncStatus: 'success' })
-  sourceId = source.body.id
+  ;({ panelId, sourceId } = await panelWithFhirPatients(alice, 'Given names', fhir.baseUrl))
 }
 
 /** The stored rows readers see: key, record key and the cells by column name. */
