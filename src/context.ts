@@ -1,4 +1,4 @@
-import type { AccessOutcome } from './db/schema.ts'
+import type { AccessOutcome } from './db/schema-access.ts'
 import type { Deps } from './deps.ts'
 
 /**

@@ -4,9 +4,11 @@ import { is, SQL } from 'drizzle-orm'
 import type { BatchItem } from 'drizzle-orm/batch'
 import { drizzle } from 'drizzle-orm/libsql'
 import * as core from './schema.ts'
+import * as access from './schema-access.ts'
 import * as live from './schema-live.ts'
+import * as stored from './schema-records.ts'
 
-const schema = { ...core, ...live }
+const schema = { ...core, ...stored, ...access, ...live }
 
 /** Wraps a libSQL client made by a runtime entry; never makes a client itself. */
 export function createDb(client: Client) {

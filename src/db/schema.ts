@@ -1,9 +1,10 @@
-import { sql } from 'drizzle-orm'
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 
 /**
  * The tables of panels, their sources, rows, columns, views, changes, notices, the read audit and
- * stored ViewDefinitions; the change feed's and outbound webhooks' are in schema-live.ts.
+ * stored ViewDefinitions; the records a source gives (the rows) are in schema-records.ts, who read
+ * what and wrong view passwords in schema-access.ts, the change feed's and outbound webhooks' tables
+ * in schema-live.ts.
  * Timestamps are ISO 8601 UTC strings with milliseconds, so they sort as text and reach the wire
  * unchanged. JSON columns are `text({ mode: 'json' })`.
  */
@@ -142,67 +143,6 @@ export const syncRuns = sqliteTable(
   (t) => [index('sync_runs_tenant_source_idx').on(t.tenantId, t.dataSourceId, t.id)],
 )
 
-/** A record read from a source: `{ key, data }` in one generation of that source. */
-export const records = sqliteTable(
-  'records',
-  {
-    id: integer().primaryKey({ autoIncrement: true }),
-    tenantId: text().notNull(),
-    panelId: integer().notNull(),
-    dataSourceId: integer()
-      .notNull()
-      .references(() => dataSources.id, { onDelete: 'cascade' }),
-    generation: integer().notNull(),
-    key: text().notNull(),
-    /**
-     * A row of a panel defined by a ViewDefinition: the key of the record (resource) it was expanded
-     * from, `key` being `<recordKey>#<position>`; null for the one row of a record.
-     */
-    recordKey: text(),
-    data: text({ mode: 'json' }).$type<Record<string, unknown>>().notNull(),
-    /** The row: materialised cells keyed by column id (DATA-ENGINE: Rows). */
-    cells: text({ mode: 'json' }).$type<Record<string, unknown>>(),
-    /** Per-cell errors `{ column, code, message }[]`, null when none. */
-    errors: text({ mode: 'json' }).$type<{ column: string; code: string; message: string }[]>(),
-    /** The panel's columnsVersion the cells were computed with. */
-    cellsVersion: integer().notNull().default(0),
-    ...timestamps,
-  },
-  (t) => [
-    uniqueIndex('records_source_generation_key_idx').on(t.dataSourceId, t.generation, t.key),
-    index('records_tenant_panel_idx').on(t.tenantId, t.panelId),
-    index('records_source_generation_record_key_idx')
-      .on(t.dataSourceId, t.generation, t.recordKey)
-      .where(sql`record_key IS NOT NULL`),
-  ],
-)
-
-/**
- * A resource a panel's ViewDefinition gives no row (a `where` that excludes it, a `forEach` over
- * nothing), held in its generation so a replaced or removed view can store it again without
- * reading the source (docs/sql-on-fhir.md). No row reader reads this table: only the row store's
- * writers (rowstore/held.ts) and the recompute.
- */
-export const heldRecords = sqliteTable(
-  'held_records',
-  {
-    id: integer().primaryKey({ autoIncrement: true }),
-    tenantId: text().notNull(),
-    panelId: integer().notNull(),
-    dataSourceId: integer()
-      .notNull()
-      .references(() => dataSources.id, { onDelete: 'cascade' }),
-    generation: integer().notNull(),
-    key: text().notNull(),
-    data: text({ mode: 'json' }).$type<Record<string, unknown>>().notNull(),
-    ...timestamps,
-  },
-  (t) => [
-    uniqueIndex('held_records_source_generation_key_idx').on(t.dataSourceId, t.generation, t.key),
-    index('held_records_tenant_panel_idx').on(t.tenantId, t.panelId),
-  ],
-)
-
 export type ColumnKind = 'base' | 'calculated'
 
 /** Base and calculated columns share this table and so one id space (CONTRACT: Columns). */
@@ -298,27 +238,6 @@ export const views = sqliteTable(
   (t) => [index('views_tenant_user_idx').on(t.tenantId, t.userId), index('views_tenant_panel_idx').on(t.tenantId, t.panelId)],
 )
 
-/**
- * Wrong X-View-Password guesses per tenant, view and user (issue 20; views.password.ts). A guess
- * takes a slot with one atomic upsert before its password is checked, so parallel guesses and other
- * instances on the same database see one count; a right password gives its slot back. The window
- * starts at the first counted guess; rows past `windowEndsAt` are deleted by the scheduler.
- */
-export const viewPasswordFailures = sqliteTable(
-  'view_password_failures',
-  {
-    tenantId: text().notNull(),
-    viewId: integer().notNull(),
-    userId: text().notNull(),
-    count: integer().notNull(),
-    windowEndsAt: text().notNull(),
-  },
-  (t) => [
-    primaryKey({ columns: [t.tenantId, t.viewId, t.userId] }),
-    index('view_password_failures_window_idx').on(t.windowEndsAt),
-  ],
-)
-
 export type ChangeEntity = 'Panel' | 'DataSource' | 'Column' | 'View'
 export type ChangeAction = 'CREATE' | 'UPDATE' | 'DELETE' | 'PUBLISH' | 'SYNC'
 export type FieldChanges = Record<string, { oldValue?: unknown; newValue?: unknown }>
@@ -374,46 +293,6 @@ export const notifications = sqliteTable(
   (t) => [
     index('notifications_tenant_user_idx').on(t.tenantId, t.userId, t.isRead, t.createdAt),
     uniqueIndex('notifications_dedupe_idx').on(t.tenantId, t.userId, t.dedupeKey),
-  ],
-)
-
-export type AccessAction = 'read' | 'export' | 'stream' | 'import'
-export type AccessOutcome = 'success' | 'invalid' | 'denied' | 'not_found' | 'cancelled' | 'failed'
-
-/**
- * Access records (issue 12 point 6; docs/audit.md): one per request that reads row-level data or
- * is refused on such a route. Kept AUDIT_RETENTION_DAYS, then deleted by the scheduler; never
- * changed. Ids grow with time, which the retention step relies on (it deletes from the lowest id).
- */
-export const accessRecords = sqliteTable(
-  'access_records',
-  {
-    id: integer().primaryKey({ autoIncrement: true }),
-    at: text().notNull(),
-    tenantId: text().notNull(),
-    /** The authenticated user (the token's), never a user the request names. */
-    userId: text().notNull(),
-    action: text().$type<AccessAction>().notNull(),
-    /** Null when the request named no panel or view of the caller's tenant. */
-    panelId: integer(),
-    viewId: integer(),
-    dataSourceId: integer(),
-    rowCount: integer().notNull(),
-    query: text({ mode: 'json' }).$type<Record<string, unknown>>().notNull(),
-    /** The request path as sent (a refused id of another tenant is kept only here). */
-    path: text().notNull(),
-    requestId: text().notNull(),
-    ip: text(),
-    userAgent: text(),
-    outcome: text().$type<AccessOutcome>().notNull(),
-    status: integer().notNull(),
-    errorCode: text(),
-  },
-  (t) => [
-    index('access_records_tenant_at_idx').on(t.tenantId, t.at),
-    index('access_records_tenant_user_idx').on(t.tenantId, t.userId, t.at),
-    index('access_records_tenant_panel_idx').on(t.tenantId, t.panelId, t.at),
-    index('access_records_tenant_view_idx').on(t.tenantId, t.viewId, t.at),
   ],
 )
 

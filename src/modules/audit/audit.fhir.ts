@@ -1,4 +1,4 @@
-import type { AccessAction, AccessOutcome } from '../../db/schema.ts'
+import type { AccessAction, AccessOutcome } from '../../db/schema-access.ts'
 import type { AccessDto } from './audit.schemas.ts'
 import type { AccessListing } from './audit.service.ts'
 

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import type { MiddlewareHandler } from 'hono'
 import type { AccessEntry, AccessNote, ServiceContext } from '../../context.ts'
-import type { AccessAction, AccessOutcome } from '../../db/schema.ts'
+import type { AccessAction, AccessOutcome } from '../../db/schema-access.ts'
 import { AppError } from '../../errors.ts'
 import { type AppContext, type AppEnv, requestMeta } from '../../http/context.ts'
 import { StreamCancelled } from '../../http/push-stream.ts'

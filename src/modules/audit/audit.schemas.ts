@@ -1,5 +1,5 @@
 import { z } from '@hono/zod-openapi'
-import type { AccessAction, AccessOutcome, accessRecords } from '../../db/schema.ts'
+import type { AccessAction, AccessOutcome, accessRecords } from '../../db/schema-access.ts'
 import { OffsetPaging, refuseOffsetWithPage } from '../../http/offset-paging.ts'
 import { TenantId, Timestamp, UserId } from '../../http/router.ts'
 import { QueryId, QueryTimestamp } from '../changes/changes.schemas.ts'

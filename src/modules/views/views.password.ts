@@ -1,7 +1,7 @@
 import { and, eq, lte, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
 import { type Db, rowsAffected } from '../../db/client.ts'
-import { viewPasswordFailures } from '../../db/schema.ts'
+import { viewPasswordFailures } from '../../db/schema-access.ts'
 import { AppError } from '../../errors.ts'
 
 /**

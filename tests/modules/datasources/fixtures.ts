@@ -1,6 +1,7 @@
 import { and, eq } from 'drizzle-orm'
 import { afterAll, beforeAll, beforeEach } from 'vitest'
-import { records, syncRuns } from '../../../src/db/schema.ts'
+import { syncRuns } from '../../../src/db/schema.ts'
+import { records } from '../../../src/db/schema-records.ts'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
 import { type FixtureServer, sendJson, sleep, startJsonServer } from '../../helpers/servers.ts'
