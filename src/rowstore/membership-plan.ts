@@ -40,6 +40,14 @@ export interface PanelMembership {
   payloads: Map<number, ViewPayload>
 }
 
+/**
+ * After a batch that moved `membership` committed: every view whose query compiles is evaluated
+ * under its current key now, so the next batch of the same writer moves it (and resets none).
+ */
+export function settle(membership: PanelMembership): void {
+  membership.views = membership.views.map((v) => (v.where ? { ...v, storedKey: v.key } : v))
+}
+
 type ViewRecord = {
   id: number
   user_id: string

@@ -8,7 +8,7 @@ import { type ReadRow, type RowsTarget, rebuildRecords, recordRowsQuery, storedR
 import { heldPage, holdStatements, type ReadHeld, releaseByIds } from './held.ts'
 import { loadPanelPlan, type PanelPlan, prepareRows, rowOf } from './materialise.ts'
 import { type RowWrite, resetStatements, writeToken } from './membership.ts'
-import { loadPanelMembership, type PanelMembership } from './membership-plan.ts'
+import { loadPanelMembership, type PanelMembership, settle } from './membership-plan.ts'
 import { insertRowStatements, type RowPayload } from './record-sql.ts'
 import { type RowStore, rewriteRows } from './write.ts'
 
@@ -72,7 +72,7 @@ export async function recomputePanel(
       }
       if (plan.view || batch.some((r) => r.record_key !== null)) {
         const rebuilt = await rebuildBatch(store, { tenantId, panelId, plan, batch, at }, membership, write)
-        membership.views = membership.views.map((v) => (v.where ? { ...v, storedKey: v.key } : v))
+        settle(membership)
         written += rebuilt
         continue
       }
@@ -98,7 +98,7 @@ export async function recomputePanel(
           WHERE records.id = j.value ->> 0 AND +records.tenant_id = ${tenantId}`,
         ],
       })
-      membership.views = membership.views.map((v) => (v.where ? { ...v, storedKey: v.key } : v))
+      settle(membership)
       written += changed.length
     }
     if (stop?.aborted) return written
@@ -300,7 +300,7 @@ async function restoreHeld(
         releaseByIds(tenantId, released),
       ],
     })
-    membership.views = membership.views.map((v) => (v.where ? { ...v, storedKey: v.key } : v))
+    settle(membership)
     written += groupList.reduce((n, g) => n + g.rows.length, 0)
   }
 }
