@@ -2,7 +2,7 @@ import { type SQL, sql } from 'drizzle-orm'
 import { evaluatePath } from '../lib/formats/json-path.ts'
 import type { GenerationDigest } from './digest.ts'
 import { type StoredRow, staleRowStatements, storedRowsOf } from './expand.ts'
-import { type HeldRecord, holdStatements, releaseStatement } from './held.ts'
+import { dropHeldGeneration, type HeldRecord, holdStatements, releaseStatement } from './held.ts'
 import { type PanelPlan, prepareRows, rowOf } from './materialise.ts'
 import { insertRowStatements, RECORDS_PER_STATEMENT, type RowPayload } from './record-sql.ts'
 
@@ -197,6 +197,15 @@ export async function upsertStatements(
     : []
   return [...stale, ...insertRowStatements(target, payload, rows.plan.version, now, 'replace')]
 }
+
+/**
+ * A generation of a source dropped whole, its rows and the records its view held: a failed or
+ * cancelled full sync's partial generation, or what a crashed run left of the one it wrote.
+ */
+export const dropGeneration = (sourceId: number, generation: number): SQL[] => [
+  sql`DELETE FROM records WHERE data_source_id = ${sourceId} AND generation = ${generation}`,
+  dropHeldGeneration(sourceId, generation),
+]
 
 /**
  * Deletes records by key from one generation (incremental deletes, webhook `data.deleted`): their

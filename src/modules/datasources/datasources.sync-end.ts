@@ -1,14 +1,12 @@
-import { and, eq, sql } from 'drizzle-orm'
+import { eq, sql } from 'drizzle-orm'
 import { ConnectorError } from '../../connectors/types.ts'
 import type { ServiceContext } from '../../context.ts'
 import { runBatch } from '../../db/client.ts'
 import { dataSources, syncRuns } from '../../db/schema.ts'
-import { records } from '../../db/schema-records.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { FileAccessError } from '../../lib/files.ts'
 import { appendEvents } from '../../rowstore/events.ts'
-import { dropHeldGeneration } from '../../rowstore/held.ts'
-import { countRemovedKeys } from '../../rowstore/records.ts'
+import { countRemovedKeys, dropGeneration } from '../../rowstore/records.ts'
 import { type RowWrite, rowWrite, switchGeneration } from '../../rowstore/write.ts'
 import { changeInsert } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
@@ -140,12 +138,7 @@ export async function fail(
   durationMs: number,
 ): Promise<SyncOutcome> {
   const now = isoNow(ctx.clock)
-  const dropPartial = incremental
-    ? []
-    : [
-        ctx.db.delete(records).where(and(eq(records.dataSourceId, source.id), eq(records.generation, run.generation))),
-        dropHeldGeneration(source.id, run.generation),
-      ]
+  const dropPartial = incremental ? [] : dropGeneration(source.id, run.generation)
   const ended: Partial<SyncRunRow> = {
     status,
     error,

@@ -1,17 +1,15 @@
-import { and, eq, type SQL, sql } from 'drizzle-orm'
+import { eq, type SQL, sql } from 'drizzle-orm'
 import { connectorFor, notAvailableMessage } from '../../connectors/registry.ts'
 import { type Connector, type ConnectorContext, ConnectorError, type SourceRecord } from '../../connectors/types.ts'
 import type { ServiceContext } from '../../context.ts'
 import { runBatch } from '../../db/client.ts'
 import { syncRuns } from '../../db/schema.ts'
-import { records } from '../../db/schema-records.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { createGuardedFetch } from '../../lib/egress/guarded-fetch.ts'
 import { GenerationDigest } from '../../rowstore/digest.ts'
-import { dropHeldGeneration } from '../../rowstore/held.ts'
 import { loadPanelPlan, type PanelPlan } from '../../rowstore/materialise.ts'
 import { loadPanelMembership, type PanelMembership } from '../../rowstore/membership-plan.ts'
-import { type KeySet, keyRecords, newKeySet, type RowWriter } from '../../rowstore/records.ts'
+import { dropGeneration, type KeySet, keyRecords, newKeySet, type RowWriter } from '../../rowstore/records.ts'
 import { writeRows } from '../../rowstore/write.ts'
 import type { DataSourceRow, SyncRunRow } from './datasources.schemas.ts'
 import { unsealConfig } from './datasources.secrets.ts'
@@ -73,11 +71,7 @@ export async function readAndWrite(ctx: ServiceContext, job: SyncJob): Promise<R
   // An incremental sync writes the visible generation: each batch moves the views' membership.
   const membership = incremental ? await loadPanelMembership(ctx.db, source.tenantId, source.panelId) : undefined
   // Leftovers of a run that crashed while writing this generation.
-  if (!incremental)
-    await runBatch(ctx.db, [
-      ctx.db.delete(records).where(and(eq(records.dataSourceId, source.id), eq(records.generation, run.generation))),
-      dropHeldGeneration(source.id, run.generation),
-    ])
+  if (!incremental) await runBatch(ctx.db, dropGeneration(source.id, run.generation))
   const limits = ctx.config.syncLimits
   const timeout = AbortSignal.timeout(limits.timeoutMs)
   // A stopping service aborts the connector's reads too, so a sync waiting on its source hands back at once.
