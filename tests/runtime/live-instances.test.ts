@@ -1,9 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
-import { freePort, type Service, SMOKE_SECRET, serverEnv, startService, waitFor, waitForHealth } from './processes.ts'
+import { freePort, type Service, SMOKE_SECRET, startNodeFromSource, startService, waitFor, waitForHealth } from './processes.ts'
 import { bearer } from './smoke.ts'
 
 /**
@@ -14,7 +13,6 @@ import { bearer } from './smoke.ts'
  * anew after B renames it. Loopback only; processes and files are removed after.
  */
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const ROUNDS = 5
 
 function startRedis(port: number): Service {
@@ -23,17 +21,6 @@ function startRedis(port: number): Service {
     env: {},
   })
 }
-
-const nodeService = (dir: string, port: number, extra: Record<string, string>) =>
-  startService(process.execPath, ['--import', `${ROOT}node_modules/tsx/dist/loader.mjs`, `${ROOT}src/runtime/node.ts`], {
-    cwd: dir,
-    env: {
-      ...serverEnv(join(dir, 'data'), port, SMOKE_SECRET),
-      TSX_TSCONFIG_PATH: `${ROOT}tsconfig.json`,
-      LOG_LEVEL: 'warn',
-      ...extra,
-    },
-  })
 
 /** Reads an SSE response, calling `onEvent` with each data frame's event and the time it arrived. */
 function readFrames(
@@ -83,10 +70,10 @@ describe.each([
       extra.REDIS_URL = `redis://127.0.0.1:${redisPort}`
     }
     const [portA, portB] = [await freePort(), await freePort()]
-    const a = nodeService(dir, portA, extra)
+    const a = startNodeFromSource(dir, portA, extra)
     services.push(a)
     await waitForHealth(a, `http://127.0.0.1:${portA}`, 120_000)
-    const b = nodeService(dir, portB, extra)
+    const b = startNodeFromSource(dir, portB, extra)
     services.push(b)
     await waitForHealth(b, `http://127.0.0.1:${portB}`, 120_000)
 

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { smokeSuite } from './smoke.ts'
 
@@ -126,4 +127,27 @@ export function servedRuntime(start: (dataDir: string, port: number, env: Record
     expect(code, service!.output()).toBe(0)
     expect(service!.output()).toContain('"msg":"stopped"')
   })
+}
+
+const CHECKOUT = fileURLToPath(new URL('../..', import.meta.url))
+
+/**
+ * The Node entry run from source (src/runtime/node.ts through tsx's loader) in `dir`, on `port`,
+ * with the smoke secret and `extra` environment: one instance of the service for the tests that
+ * start several on one database.
+ */
+export function startNodeFromSource(dir: string, port: number, extra: Record<string, string>): Service {
+  return startService(
+    process.execPath,
+    ['--import', `${CHECKOUT}node_modules/tsx/dist/loader.mjs`, `${CHECKOUT}src/runtime/node.ts`],
+    {
+      cwd: dir,
+      env: {
+        ...serverEnv(join(dir, 'data'), port, SMOKE_SECRET),
+        TSX_TSCONFIG_PATH: `${CHECKOUT}tsconfig.json`,
+        LOG_LEVEL: 'warn',
+        ...extra,
+      },
+    },
+  )
 }

@@ -2,9 +2,8 @@ import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { freePort, type Service, SMOKE_SECRET, serverEnv, startService, waitFor, waitForHealth } from './processes.ts'
+import { freePort, type Service, SMOKE_SECRET, startNodeFromSource, startService, waitFor, waitForHealth } from './processes.ts'
 import { bearer } from './smoke.ts'
 
 /**
@@ -14,7 +13,6 @@ import { bearer } from './smoke.ts'
  * the other instance sees the same count; requests without a password count as nothing.
  */
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
 const TENANT = 'locked'
 const PASSWORD = 'correct horse'
 
@@ -27,17 +25,6 @@ function onPath(bin: string): boolean {
 }
 const withRedis = onPath('redis-server')
 if (!withRedis) console.warn('view-password.test.ts: redis-server is not on PATH; the two instances run without a shared cache')
-
-const nodeService = (dir: string, port: number, extra: Record<string, string>) =>
-  startService(process.execPath, ['--import', `${ROOT}node_modules/tsx/dist/loader.mjs`, `${ROOT}src/runtime/node.ts`], {
-    cwd: dir,
-    env: {
-      ...serverEnv(join(dir, 'data'), port, SMOKE_SECRET),
-      TSX_TSCONFIG_PATH: `${ROOT}tsconfig.json`,
-      LOG_LEVEL: 'warn',
-      ...extra,
-    },
-  })
 
 interface Answer {
   status: number
@@ -68,10 +55,10 @@ describe(`two Node instances on one database${withRedis ? ' with Redis' : ''}`, 
     const [portA, portB] = [await freePort(), await freePort()]
     a = `http://127.0.0.1:${portA}`
     b = `http://127.0.0.1:${portB}`
-    const first = nodeService(dir, portA, extra)
+    const first = startNodeFromSource(dir, portA, extra)
     services.push(first)
     await waitForHealth(first, a, 120_000)
-    const second = nodeService(dir, portB, extra)
+    const second = startNodeFromSource(dir, portB, extra)
     services.push(second)
     await waitForHealth(second, b, 120_000)
 
