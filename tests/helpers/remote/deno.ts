@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { createClient } from '@libsql/client'
+import { type Client, createClient } from '@libsql/client'
 import { createStorage } from 'unstorage'
 import fsDriver from 'unstorage/drivers/fs'
 import { inject } from 'vitest'
@@ -69,13 +69,32 @@ export async function startDeno(secret: string): Promise<RemoteServer> {
   await start({})
 
   // The server created and migrated the file; this connection shares it (WAL, as the server set).
-  const libsql = createClient({ url: `file:${dbFile}` })
-  await libsql.execute('PRAGMA busy_timeout = 5000')
-  await libsql.execute('PRAGMA foreign_keys = ON')
+  const open = async () => {
+    const connection = createClient({ url: `file:${dbFile}` })
+    await connection.execute('PRAGMA busy_timeout = 5000')
+    await connection.execute('PRAGMA foreign_keys = ON')
+    return connection
+  }
+  let libsql = await open()
+  // The connection of the moment, for drizzle (execute may have replaced it).
+  const current = new Proxy({} as Client, {
+    get(_, key) {
+      const value = Reflect.get(libsql, key)
+      return typeof value === 'function' ? value.bind(libsql) : value
+    },
+  })
   const client: SqlClient = {
     // A write of the test may meet the server's own (an access record written as a request ends):
-    // SQLITE_BUSY_SNAPSHOT is not waited out by busy_timeout, so the statement is tried again.
-    execute: (stmt) => whileBusy(async () => (await libsql.execute(stmt as never)) as never),
+    // SQLITE_BUSY_SNAPSHOT is not waited out by busy_timeout, so the statement is tried again, on a fresh
+    // connection: one that SQLITE_BUSY stopped half-way can keep a statement in progress and its snapshot.
+    execute: (stmt) =>
+      whileBusy(
+        async () => (await libsql.execute(stmt as never)) as never,
+        async () => {
+          libsql.close()
+          libsql = await open()
+        },
+      ),
     close() {
       throw new Error('the database belongs to the Deno server: a test that closes it cannot run on the deno target')
     },
@@ -84,16 +103,24 @@ export async function startDeno(secret: string): Promise<RemoteServer> {
 
   return {
     runtime: 'deno',
-    db: createDb(libsql),
+    db: createDb(current),
     client,
     storage,
     async reset(env) {
       // Rate-limit windows live in the process: a test app that limits starts a fresh one.
       if (JSON.stringify(env) !== served || env.RATE_LIMIT_ENABLED === 'true') await start(env)
-      const tables = (await libsql.execute(TABLES_SQL)).rows.map((r) => String(r.name))
-      const statements = await wipeStatements(async () => tables)
-      // The server may still be writing (work a previous test started in the background): retry a while.
-      await whileBusy(() => libsql.batch(['PRAGMA defer_foreign_keys = on', ...statements], 'write'))
+      // The wipe has a connection of its own: a statement of the shared one that SQLITE_BUSY stopped half-way
+      // can stay in progress, and no COMMIT on that connection succeeds until it is finalized.
+      const wipe = createClient({ url: `file:${dbFile}` })
+      try {
+        await wipe.execute('PRAGMA busy_timeout = 5000')
+        const tables = (await wipe.execute(TABLES_SQL)).rows.map((r) => String(r.name))
+        const statements = await wipeStatements(async () => tables)
+        // The server may still be writing (work a previous test started in the background): retry a while.
+        await whileBusy(() => wipe.batch(['PRAGMA defer_foreign_keys = on', ...statements], 'write'))
+      } finally {
+        wipe.close()
+      }
       await storage.clear()
     },
     async dispatch(request) {
@@ -119,14 +146,15 @@ export async function startDeno(secret: string): Promise<RemoteServer> {
   }
 }
 
-/** Runs `work`, again every 250 ms (at most 20 times) while the database answers SQLITE_BUSY. */
-async function whileBusy<T>(work: () => Promise<T>): Promise<T> {
+/** Runs `work`, again every 250 ms (at most 20 times, after `beforeRetry`) while the database answers SQLITE_BUSY. */
+async function whileBusy<T>(work: () => Promise<T>, beforeRetry?: () => Promise<void>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await work()
     } catch (err) {
       if (attempt >= 20 || !String(err).includes('SQLITE_BUSY')) throw err
       await new Promise((r) => setTimeout(r, 250))
+      await beforeRetry?.()
     }
   }
 }
