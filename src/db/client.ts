@@ -7,8 +7,9 @@ import * as core from './schema.ts'
 import * as access from './schema-access.ts'
 import * as live from './schema-live.ts'
 import * as stored from './schema-records.ts'
+import * as work from './schema-work.ts'
 
-const schema = { ...core, ...stored, ...access, ...live }
+const schema = { ...core, ...stored, ...access, ...live, ...work }
 
 /** Wraps a libSQL client made by a runtime entry; never makes a client itself. */
 export function createDb(client: Client) {

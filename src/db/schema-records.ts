@@ -32,11 +32,19 @@ export const records = sqliteTable(
     errors: text({ mode: 'json' }).$type<{ column: string; code: string; message: string }[]>(),
     /** The panel's columnsVersion the cells were computed with. */
     cellsVersion: integer().notNull().default(0),
+    /** The row's lasting identity (`row_identities.id`): its `_id`. */
+    rowId: integer(),
+    /**
+     * The identity's work state as JSON (rowstore/work-sql.ts `workJson`), null while never worked:
+     * a copy kept with every write of the identity, so the row index holds it.
+     */
+    work: text(),
     ...timestamps,
   },
   (t) => [
     uniqueIndex('records_source_generation_key_idx').on(t.dataSourceId, t.generation, t.key),
     index('records_tenant_panel_idx').on(t.tenantId, t.panelId),
+    index('records_row_idx').on(t.rowId),
     index('records_source_generation_record_key_idx')
       .on(t.dataSourceId, t.generation, t.recordKey)
       .where(sql`record_key IS NOT NULL`),

@@ -23,6 +23,14 @@ export interface CohortRule {
   logic: 'AND' | 'OR' | 'and' | 'or'
 }
 
+/** A panel's workflow (WORKLIST.md §2). */
+export interface Workflow {
+  statuses: { value: string; label: string; done: boolean }[]
+  sla: { dueAfter: string } | null
+  claimLeaseSeconds: number | null
+  patientReference: string | null
+}
+
 export const timestamps = {
   createdAt: text().notNull(),
   updatedAt: text().notNull(),
@@ -52,6 +60,8 @@ export const panels = sqliteTable(
     viewDefinition: text({ mode: 'json' }).$type<Record<string, unknown>>(),
     /** The one data source whose records the view expands; null: every source of the panel. */
     viewDataSourceId: integer(),
+    /** How the list is worked (docs/worklist.md): statuses, SLA, claim lease, patient column; null = the defaults. */
+    workflow: text({ mode: 'json' }).$type<Workflow>(),
     ...timestamps,
     deletedAt: text(),
   },

@@ -1,12 +1,14 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
-import type { CohortRule, FilterCriterion } from '../db/schema.ts'
+import type { CohortRule, FilterCriterion, Workflow } from '../db/schema.ts'
 import { type ColumnRef, type FilterIssue, resolveCohortRule, resolveFilters } from '../engine/filters/resolve.ts'
 import { hashText } from './digest.ts'
 import { panelColumnsOf } from './query/columns.ts'
 import { filterSql } from './query/filter-sql.ts'
 import { visibleColumns } from './query/row-shape.ts'
+import { meInFilters, virtualColumn, type WorkClock, withVirtual } from './query/virtual.ts'
 import { loadViewPayloads, type ViewPayload } from './view-payload.ts'
+import { workClock } from './workflow.ts'
 
 /**
  * A panel's views compiled for their membership (membership.ts): each view's row condition (the
@@ -24,8 +26,10 @@ export interface MemberView {
   storedKey: string | null
   /** The condition over `r` (cohort rule and every filter); null when the query no longer compiles. */
   where: SQL | null
-  /** `[[name, column id | '_id' | '_source' | '_errors'], …]`: how the row is shaped (JSON text). */
+  /** `[[name, column id | '_id' | '_key' | '_source' | '_errors' | virtual column name], …]`: how the row is shaped (JSON text). */
   shape: string
+  /** What the shape's virtual columns are computed with. */
+  clock: WorkClock
 }
 
 /** The views of one panel, compiled for membership. */
@@ -81,8 +85,8 @@ export async function loadPanelMembership(
   patched?: ViewPatch,
 ): Promise<PanelMembership> {
   const [panels, viewRows, columnRows] = await db.batch([
-    db.all<{ cohort_rule: string | null }>(
-      sql`SELECT cohort_rule FROM panels WHERE id = ${panelId} AND tenant_id = ${tenantId} AND deleted_at IS NULL`,
+    db.all<{ cohort_rule: string | null; workflow: string | null }>(
+      sql`SELECT cohort_rule, workflow FROM panels WHERE id = ${panelId} AND tenant_id = ${tenantId} AND deleted_at IS NULL`,
     ),
     db.all<ViewRecord>(sql`
       SELECT id, user_id, name, filters, config, column_visibility, source_view_id, membership_key FROM views
@@ -92,9 +96,12 @@ export async function loadPanelMembership(
   ])
   if (panels.length === 0) return { tenantId, panelId, views: [], payloads: new Map() }
   const cohortRule = panels[0].cohort_rule ? (JSON.parse(panels[0].cohort_rule) as CohortRule) : null
-  const columns = panelColumnsOf(
+  const clock = workClock(panels[0].workflow ? (JSON.parse(panels[0].workflow) as Workflow) : null)
+  const real = panelColumnsOf(
     columnRows.map((c) => ({ id: c.id, name: c.name, type: c.type, columnType: c.column_type as never, formula: c.formula })),
   )
+  // The work state's virtual columns as of this write (docs/worklist.md "Time moves rows").
+  const columns = { list: real.list, byName: withVirtual(real.byName, clock) }
   if (patched) {
     const at = viewRows.findIndex((v) => Number(v.id) === patched.id)
     const v = viewRows[at]
@@ -113,9 +120,13 @@ export async function loadPanelMembership(
     const chain = copyChain(v, byId)
     const issues: FilterIssue[] = []
     const cohort = resolveCohortRule(cohortRule, columns.byName, issues)
-    const filters = chain.map((f, i) => resolveFilters(f, columns.byName, `filters[${i}]`, issues))
-    const shown = shownColumns(columns.list, chain.length, v, byId)
-    const key = JSON.stringify({ cohortRule, filters: chain, shown: shown.map((c) => [c.id, c.name, c.kind]) })
+    // `@me` in a view's filters is its owner: the view's events are computed as for them.
+    const filters = chain.map((f, i) => resolveFilters(meInFilters(f, v.user_id), columns.byName, `filters[${i}]`, issues))
+    const shown = shownColumns(columns.list, chain.length, v, byId, (name) => virtualColumn(name, clock))
+    // `rows: 2`: rows carry `_key` and their lasting `_id` (docs/worklist.md); older memberships are evaluated afresh.
+    const query = { rows: 2, cohortRule, filters: chain, shown: shown.map((c) => [c.id, c.name, c.kind]) }
+    // The done statuses decide `_overdue`: a view that reads it is evaluated afresh when they change.
+    const key = JSON.stringify(JSON.stringify(query).includes('"_overdue"') ? { ...query, done: clock.done } : query)
     return {
       id: Number(v.id),
       userId: v.user_id,
@@ -125,10 +136,12 @@ export async function loadPanelMembership(
       where: issues.length > 0 ? null : sql.join([filterSql(cohort), ...filters.map(filterSql)], sql` AND `),
       shape: JSON.stringify([
         ['_id', '_id'],
+        ['_key', '_key'],
         ['_source', '_source'],
         ['_errors', '_errors'],
-        ...shown.map((c) => [c.name, c.id]),
+        ...shown.map((c) => [c.name, c.virtual ? c.name : c.id]),
       ]),
+      clock,
     }
   })
   // Only a view whose query compiles is evaluated (and announced); one that does not never settles its key.
@@ -150,7 +163,13 @@ function copyChain(view: ViewRecord, byId: Map<number, ViewRecord>): FilterCrite
 }
 
 /** The columns a view shows its owner: for a copy, only among those the views above it show. */
-function shownColumns(all: ColumnRef[], chainLength: number, view: ViewRecord, byId: Map<number, ViewRecord>): ColumnRef[] {
+function shownColumns(
+  all: ColumnRef[],
+  chainLength: number,
+  view: ViewRecord,
+  byId: Map<number, ViewRecord>,
+  virtual: (name: string) => ColumnRef | undefined,
+): ColumnRef[] {
   const shape = (v: ViewRecord) => ({
     config: JSON.parse(v.config) as { columns?: string[] },
     columnVisibility: JSON.parse(v.column_visibility) as Record<string, boolean>,
@@ -165,5 +184,5 @@ function shownColumns(all: ColumnRef[], chainLength: number, view: ViewRecord, b
     at = source
   }
   for (const source of above) reachable = visibleColumns(reachable, shape(source) as never)
-  return visibleColumns(reachable, shape(view) as never)
+  return visibleColumns(reachable, shape(view) as never, virtual)
 }

@@ -1,7 +1,9 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
 import { appendEventsFrom } from './events.ts'
+import type { ColumnRef } from '../engine/filters/resolve.ts'
 import { loadPanelMembership, type MemberView, type PanelMembership, type ViewPatch } from './membership-plan.ts'
+import { VIRTUAL_NAMES, virtualColumn, virtualSql } from './query/virtual.ts'
 
 /**
  * View membership as data (LIVE.md; docs/live.md "Membership"). `view_members` holds, per view,
@@ -77,7 +79,7 @@ export function resetStatements(
   const statements = [
     sql`DELETE FROM view_members WHERE view_id = ${view.id} AND ${unchanged}`,
     sql`INSERT INTO view_members (view_id, data_source_id, key, tenant_id, panel_id, row_id, row)
-      SELECT ${view.id}, r.data_source_id, r.key, r.tenant_id, r.panel_id, r.id, ${rowJson(view.shape)}
+      SELECT ${view.id}, r.data_source_id, r.key, r.tenant_id, r.panel_id, r.row_id, ${rowJson(view)}
       FROM records r JOIN data_sources s ON s.id = r.data_source_id AND s.tenant_id = ${membership.tenantId}
       WHERE r.tenant_id = ${membership.tenantId} AND r.panel_id = ${sql.raw(String(membership.panelId))}
         AND r.generation = s.current_generation AND ${unchanged} AND ${view.where}`,
@@ -133,10 +135,18 @@ export const writeToken = () => crypto.randomUUID()
  * any width stays one expression): `_id`, `_source`, `_errors` when there are any, then each
  * column's cell (null when absent).
  */
-function rowJson(shape: string): SQL {
-  return sql`(SELECT json_group_object(c.value ->> 0, CASE c.value ->> 1 WHEN '_id' THEN r.id WHEN '_source' THEN r.data_source_id
-      WHEN '_errors' THEN json(r.errors) ELSE r.cells -> ('$."' || (c.value ->> 1) || '"') END)
-    FROM json_each(${shape}) c WHERE c.value ->> 1 <> '_errors' OR r.errors IS NOT NULL)`
+function rowJson(view: Pick<MemberView, 'shape' | 'clock'>): SQL {
+  // The virtual columns the view shows (docs/worklist.md), as GET answers them (booleans as JSON).
+  const shown = (JSON.parse(view.shape) as [string, string | number][]).map(([, id]) => id)
+  const virtual = VIRTUAL_NAMES.filter((name) => shown.includes(name)).map((name) => {
+    const column = virtualColumn(name, view.clock) as ColumnRef
+    const value = virtualSql(column)
+    return sql`WHEN ${name} THEN ${column.kind === 'boolean' ? sql`json(CASE WHEN ${value} THEN 'true' ELSE 'false' END)` : value}`
+  })
+  return sql`(SELECT json_group_object(c.value ->> 0, CASE c.value ->> 1 WHEN '_id' THEN r.row_id WHEN '_key' THEN r.key
+      WHEN '_source' THEN r.data_source_id WHEN '_errors' THEN json(r.errors) ${sql.join(virtual, sql` `)}
+      ELSE r.cells -> ('$."' || (c.value ->> 1) || '"') END)
+    FROM json_each(${view.shape}) c WHERE c.value ->> 1 <> '_errors' OR r.errors IS NOT NULL)`
 }
 
 /** The record of an identity in its source's current generation, in the view's panel. */
@@ -151,7 +161,7 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
   return [
     // Each row built and compared once (MATERIALIZED), whatever the planner would inline.
     sql`WITH x AS MATERIALIZED (
-        SELECT r.id, r.data_source_id, r.key, ${rowJson(view.shape)} AS row, m.row AS member_row, m.row_id AS member_id
+        SELECT r.row_id AS id, r.data_source_id, r.key, ${rowJson(view)} AS row, m.row AS member_row, m.row_id AS member_id
         FROM pending_changes c
         JOIN records r ON ${currentRecord('c')}
         LEFT JOIN view_members m ON m.view_id = ${view.id} AND m.data_source_id = r.data_source_id AND m.key = r.key

@@ -1,4 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
+import { identityStatement, workJson } from './work-sql.ts'
 
 /**
  * The statements that store rows already materialised (records.ts keys and materialises them;
@@ -76,7 +77,8 @@ export function insertRowStatements(
     onConflict === 'keep'
       ? sql`DO NOTHING`
       : sql`DO UPDATE SET data = excluded.data, cells = excluded.cells, errors = excluded.errors,
-          record_key = excluded.record_key, cells_version = excluded.cells_version, updated_at = excluded.updated_at`
+          record_key = excluded.record_key, cells_version = excluded.cells_version, row_id = excluded.row_id,
+          work = excluded.work, updated_at = excluded.updated_at`
   const statements: SQL[] = []
   for (let i = 0; i < rows.length; i += perStatement) {
     const slice = rows.slice(i, i + perStatement)
@@ -88,14 +90,20 @@ export function insertRowStatements(
       (r) =>
         `[${JSON.stringify(r.key)},${r.data},${r.cells},${r.errors}${keyed ? `,${JSON.stringify(r.recordKey ?? null)}` : ''}]`,
     )
-    statements.push(sql`
+    // Each row with its lasting identity (made on first sight) and that identity's work (work-sql.ts).
+    statements.push(
+      identityStatement(target, JSON.stringify(slice.map((r) => r.key)), now, sourceExists(target.dataSourceId)),
+      sql`
       INSERT INTO records (tenant_id, panel_id, data_source_id, generation, key, record_key, data, cells, errors, cells_version,
-                           created_at, updated_at)
+                           row_id, work, created_at, updated_at)
       SELECT ${target.tenantId}, ${target.panelId}, ${target.dataSourceId}, ${target.generation}, j.value ->> 0,
-        ${keyed ? sql`j.value ->> 4` : sql`NULL`}, j.value -> 1, j.value -> 2, nullif(j.value -> 3, 'null'), ${version}, ${now},
-        ${keepsTimes ? dataChangedAt(target.dataSourceId, now) : now}
-      FROM json_each(${`[${items.join(',')}]`}) j WHERE ${sourceExists(target.dataSourceId)}
-      ON CONFLICT (data_source_id, generation, key) ${conflict}`)
+        ${keyed ? sql`j.value ->> 4` : sql`NULL`}, j.value -> 1, j.value -> 2, nullif(j.value -> 3, 'null'), ${version},
+        i.id, ${workJson('i')}, ${now}, ${keepsTimes ? dataChangedAt(target.dataSourceId, now) : now}
+      FROM json_each(${`[${items.join(',')}]`}) j
+        CROSS JOIN row_identities i ON i.data_source_id = ${target.dataSourceId} AND i.key = j.value ->> 0
+      WHERE ${sourceExists(target.dataSourceId)}
+      ON CONFLICT (data_source_id, generation, key) ${conflict}`,
+    )
   }
   return statements
 }

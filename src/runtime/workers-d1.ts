@@ -5,6 +5,7 @@ import * as core from '../db/schema.ts'
 import * as access from '../db/schema-access.ts'
 import * as live from '../db/schema-live.ts'
 import * as stored from '../db/schema-records.ts'
+import * as work from '../db/schema-work.ts'
 
 /**
  * What drizzle-orm/d1's own `batch` uses of each item (0.45): `_prepare()` gives the prepared
@@ -45,7 +46,7 @@ interface PreparedItem {
  *   statement is prepared here from its SQL instead.
  */
 export function d1Db(binding: D1Database): Db {
-  const db = drizzle(binding as never, { schema: { ...core, ...stored, ...access, ...live }, casing: 'snake_case' })
+  const db = drizzle(binding as never, { schema: { ...core, ...stored, ...access, ...live, ...work }, casing: 'snake_case' })
   db.batch = (async (items: BatchItem[]) => {
     const prepared = items.map((item) => item._prepare())
     const results = await binding.batch(prepared.map((p) => statementOf(binding, p)))

@@ -22,6 +22,11 @@ export interface ColumnRef {
   id: number
   name: string
   kind: CellKind
+  /**
+   * A virtual column of the row's work state (`_status`, `_overdue`, …; docs/worklist.md): its
+   * value is computed from the work state at `now`, with the panel's `done` statuses. Its id is negative.
+   */
+  virtual?: { now: string; done: readonly string[] }
 }
 
 export interface FilterIssue {

@@ -161,6 +161,7 @@ export async function createPanel(ctx: ServiceContext, input: CreatePanelInput):
     defaultViewId: null,
     viewDefinition: null,
     viewDataSourceId: null,
+    workflow: null,
     deletedAt: null,
   })
 }

@@ -38,7 +38,7 @@ export function overallSql(scope: Scope, aggs: AggregateSpec[]): SQL {
 
 /** The statement of the groups: one row per key with its count and aggregations (medians excluded). */
 export function groupsSql(scope: Scope, groupBy: ColumnRef[], aggs: AggregateSpec[]): SQL {
-  const keys = groupBy.map((c, i) => sql`min(${cell(c.id)}) AS ${sql.raw(`g${i}`)}`)
+  const keys = groupBy.map((c, i) => sql`min(${cell(c)}) AS ${sql.raw(`g${i}`)}`)
   const cols = aggs.filter((a) => a.fn !== 'median').map((a, i) => sql`${aggregateExpr(a)} AS ${sql.raw(`a${i}`)}`)
   const by = groupBy.map(groupExpr)
   // Ordered by the answered keys, so nothing but the group values passes through the sort: values,
@@ -109,14 +109,14 @@ export const groupIdentity = (values: unknown[]): string =>
 
 // --- Internal helpers ---
 
-const groupExpr = (c: ColumnRef): SQL => (isTextual(c.kind) ? sql`${cell(c.id)} COLLATE NOCASE` : cell(c.id))
+const groupExpr = (c: ColumnRef): SQL => (isTextual(c.kind) ? sql`${cell(c)} COLLATE NOCASE` : cell(c))
 
-const numeric = (c: ColumnRef): SQL => sql`(CASE WHEN typeof(${cell(c.id)}) IN ('integer', 'real') THEN ${cell(c.id)} END)`
+const numeric = (c: ColumnRef): SQL => sql`(CASE WHEN typeof(${cell(c)}) IN ('integer', 'real') THEN ${cell(c)} END)`
 
 function aggregateExpr(a: AggregateSpec): SQL {
-  const v = cell(a.column.id)
+  const v = cell(a.column)
   const text = isTextual(a.column.kind)
-  const value = sql`(CASE WHEN ${isBlankCell(a.column.id)} THEN NULL ELSE ${v} END)`
+  const value = sql`(CASE WHEN ${isBlankCell(a.column)} THEN NULL ELSE ${v} END)`
   const present = text ? sql`${value} COLLATE NOCASE` : value
   switch (a.fn) {
     case 'count':

@@ -4,6 +4,7 @@ import { isDateKind, isTextual } from '../../engine/filters/kinds.ts'
 import type { FilterOperator } from '../../engine/filters/operators.ts'
 import type { ColumnRef, FilterNode } from '../../engine/filters/resolve.ts'
 import type { Comparand } from '../../engine/filters/values.ts'
+import { virtualSql } from './virtual.ts'
 
 /**
  * Filters over materialised cells as SQL (DATA-ENGINE: Views over rows). A cell is
@@ -12,30 +13,34 @@ import type { Comparand } from '../../engine/filters/values.ts'
  * integers checked here; every user value is a bound parameter.
  */
 
+const TRUE = sql`1`
+const FALSE = sql`0`
+
 /** JSON path of a column's cell; the id must be a safe positive integer (it is inlined). */
 export function cellPath(id: number): string {
   if (!Number.isSafeInteger(id) || id <= 0) throw new Error(`invalid column id ${id}`)
   return `'$."${id}"'`
 }
 
-/** The cell of a column in the query's `r` (records) alias. */
-export const cell = (id: number): SQL => sql.raw(`(r.cells ->> ${cellPath(id)})`)
+/** The cell of a column in the query's `r` (records) alias; a virtual column's value (virtual.ts). */
+export const cell = (column: ColumnRef): SQL =>
+  column.virtual ? virtualSql(column) : sql.raw(`(r.cells ->> ${cellPath(column.id)})`)
 
 /**
  * True when the cell holds a JSON array. The range test (texts starting with `[`) is plain
  * comparisons on the indexed value, so json_type runs only on the few rows that may be arrays.
+ * A virtual column never holds one.
  */
-export const isArrayCell = (id: number): SQL =>
-  sql.raw(
-    `((r.cells ->> ${cellPath(id)}) >= '[' AND (r.cells ->> ${cellPath(id)}) < '\\' AND json_type(r.cells, ${cellPath(id)}) = 'array')`,
-  )
+export const isArrayCell = (column: ColumnRef): SQL =>
+  column.virtual
+    ? FALSE
+    : sql.raw(
+        `((r.cells ->> ${cellPath(column.id)}) >= '[' AND (r.cells ->> ${cellPath(column.id)}) < '\\' AND json_type(r.cells, ${cellPath(column.id)}) = 'array')`,
+      )
 
 /** True when the cell is blank: null, "" or [] (what isEmpty matches, count skips and sorts put last). */
-export const isBlankCell = (id: number): SQL =>
-  sql`(${cell(id)} IS NULL OR ${cell(id)} = '' OR (${cell(id)} = '[]' AND ${isArrayCell(id)}))`
-
-const TRUE = sql`1`
-const FALSE = sql`0`
+export const isBlankCell = (column: ColumnRef): SQL =>
+  sql`(${cell(column)} IS NULL OR ${cell(column)} = '' OR (${cell(column)} = '[]' AND ${isArrayCell(column)}))`
 
 /** The WHERE condition of a resolved filter tree; an empty AND group is true, an empty OR group false. */
 export function filterSql(node: FilterNode): SQL {
@@ -50,7 +55,7 @@ export function searchSql(columns: ColumnRef[], text: string): SQL {
   if (columns.length === 0) return FALSE
   const pattern = `%${escapeLike(text)}%`
   return sql`(${sql.join(
-    columns.map((c) => sql`CAST(${cell(c.id)} AS TEXT) LIKE ${pattern} ESCAPE '\\'`),
+    columns.map((c) => sql`CAST(${cell(c)} AS TEXT) LIKE ${pattern} ESCAPE '\\'`),
     sql` OR `,
   )})`
 }
@@ -72,11 +77,12 @@ const NEGATIVE: Partial<Record<FilterOperator, FilterOperator>> = {
 function conditionSql(column: ColumnRef, operator: FilterOperator, values: Comparand[]): SQL {
   const twin = NEGATIVE[operator]
   if (twin) return sql`(${conditionSql(column, twin, values)}) IS NOT 1`
-  const v = cell(column.id)
+  const v = cell(column)
   if (operator === 'isNull') return sql`${v} IS NULL`
-  if (operator === 'isEmpty') return isBlankCell(column.id)
+  if (operator === 'isEmpty') return isBlankCell(column)
+  if (column.virtual) return scalarSql(v, column.kind, operator, values)
   const element = sql.raw('e.value')
-  return sql`(CASE WHEN ${isArrayCell(column.id)} THEN EXISTS (SELECT 1 FROM json_each(r.cells, ${sql.raw(cellPath(column.id))}) e WHERE ${scalarSql(element, column.kind, operator, values)}) ELSE ${scalarSql(v, column.kind, operator, values)} END)`
+  return sql`(CASE WHEN ${isArrayCell(column)} THEN EXISTS (SELECT 1 FROM json_each(r.cells, ${sql.raw(cellPath(column.id))}) e WHERE ${scalarSql(element, column.kind, operator, values)}) ELSE ${scalarSql(v, column.kind, operator, values)} END)`
 }
 
 /** A positive operator on one scalar value `x`. */

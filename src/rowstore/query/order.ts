@@ -76,7 +76,9 @@ export function afterSql(terms: OrderTerm[], id: string, last: string): SQL {
 
 /** The value a column sorts by: the cell, or its first element when it holds an array. */
 export const sortValue = (column: ColumnRef): SQL =>
-  sql`(CASE WHEN ${isArrayCell(column.id)} THEN ${sql.raw(`r.cells ->> ${cellPath(column.id).replace(/'$/, "[0]'")}`)} ELSE ${cell(column.id)} END)`
+  column.virtual
+    ? cell(column)
+    : sql`(CASE WHEN ${isArrayCell(column)} THEN ${sql.raw(`r.cells ->> ${cellPath(column.id).replace(/'$/, "[0]'")}`)} ELSE ${cell(column)} END)`
 
 /** 0, 1, … for the listed values (compared case-insensitively as text), the list's length for the rest. */
 function customRank(v: SQL, order: string[]): SQL {

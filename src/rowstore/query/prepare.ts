@@ -1,6 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
-import type { CohortRule, FilterCriterion, views } from '../../db/schema.ts'
+import type { CohortRule, FilterCriterion, views, Workflow } from '../../db/schema.ts'
 import type { AggregateFunction } from '../../engine/filters/kinds.ts'
 import {
   type ColumnRef,
@@ -17,6 +17,8 @@ import { filterSql, searchSql } from './filter-sql.ts'
 import { type OrderTerm, orderByTerms, orderTerms, type SortKey } from './order.ts'
 import { ensureRowIndex } from './row-index.ts'
 import { visibleColumns } from './row-shape.ts'
+import { meInFilters, virtualColumn, withVirtual } from './virtual.ts'
+import { loadWorkflow, workClock } from '../workflow.ts'
 
 /**
  * The row query of a panel or a view (DATA-ENGINE: Views over rows), checked against the panel's
@@ -59,7 +61,7 @@ export interface PreparedRows {
 }
 
 export interface RowSource {
-  panel: { id: number; cohortRule: CohortRule | null }
+  panel: { id: number; cohortRule: CohortRule | null; workflow?: Workflow | null }
   view?: ViewRow
   /**
    * The rows and columns a caller who does not own the panel is held to (views.rows-scope.ts): the
@@ -82,16 +84,21 @@ export async function prepareRows(ctx: ServiceContext, source: RowSource, params
     columns.list.map((c) => c.id),
   )
   const issues: FilterIssue[] = []
-  const all = columns.byName
+  // The work state's virtual columns (`_status`, …) are there for every reader, at this moment.
+  const clock = workClock(panel.workflow === undefined ? await loadWorkflow(ctx, panel.id) : panel.workflow)
+  const virtual = (name: string) => virtualColumn(name, clock)
+  const all = withVirtual(columns.byName, clock)
   const { limits } = source
   // The caller's own criteria; the view's too when the view is the caller's copy of a published one.
-  const callers = limits ? (name: string) => (limits.columns.has(name) ? all(name) : undefined) : all
+  const callers = limits ? (name: string) => (limits.columns.has(name) ? all(name) : virtual(name)) : all
   const viewLookup = limits?.viewIsTheCallers ? callers : all
+  // `@me` as a value of `_assignee` is the reader.
+  const me = (list: FilterCriterion[] | undefined) => meInFilters(list ?? [], ctx.scope.userId)
   const conditions: SQL[] = [
     filterSql(resolveCohortRule(panel.cohortRule, all, issues)),
-    filterSql(resolveFilters(limits?.filters ?? [], all, 'source.filters', issues)),
-    filterSql(resolveFilters(view?.filters ?? [], viewLookup, 'view.filters', issues)),
-    filterSql(resolveFilters(params.filters ?? [], callers, 'filters', issues)),
+    filterSql(resolveFilters(me(limits?.filters), all, 'source.filters', issues)),
+    filterSql(resolveFilters(me(view?.filters), viewLookup, 'view.filters', issues)),
+    filterSql(resolveFilters(me(params.filters), callers, 'filters', issues)),
   ]
   const reachable = limits ? columns.list.filter((c) => limits.columns.has(c.name)) : columns.list
   if (params.search) {
@@ -122,7 +129,7 @@ export async function prepareRows(ctx: ServiceContext, source: RowSource, params
     idScope: scopeSql(ctx.scope.tenantId, panel.id, conditions, true),
     order: orderByTerms(terms),
     terms,
-    visible: view ? visibleColumns(limits?.viewIsTheCallers ? reachable : columns.list, view) : columns.list,
+    visible: view ? visibleColumns(limits?.viewIsTheCallers ? reachable : columns.list, view, virtual) : columns.list,
     groupBy,
     aggregations,
   }

@@ -2,12 +2,14 @@ import { and, asc, eq, sql } from 'drizzle-orm'
 import { columns } from '../../db/schema.ts'
 import type { Deps } from '../../deps.ts'
 import { cellPath } from './filter-sql.ts'
+import { WORK_INDEX_EXPRESSIONS } from './virtual.ts'
 
 /**
  * The row index of a panel (docs/views-and-rows.md "Speed"): one partial index per panel,
  *
  *   records_p<panel>_cells_<hash> ON records (data_source_id, generation,
- *     (cells ->> '$."<id>"') for each column) WHERE panel_id = <panel>
+ *     (cells ->> '$."<id>"') for each column, (work ->> '$.<field>') for each work field)
+ *   WHERE panel_id = <panel>
  *
  * Row queries (views.query.ts) name the same expressions and the same literal `panel_id`, so SQLite
  * filters, sorts, counts and groups from the index, reading each cell value from it instead of
@@ -33,7 +35,7 @@ const NAME = /^records_p\d+_(rows|cells)_[0-9a-z]+$/
 
 /** The index name for a panel and its column ids. */
 export function rowIndexName(panelId: number, columnIds: number[]): string {
-  return `records_p${panelId}_cells_${fnv1a(indexedIds(columnIds).join(',')).toString(36)}`
+  return `records_p${panelId}_cells_${fnv1a(`${indexedIds(columnIds).join(',')}|work`).toString(36)}`
 }
 
 /**
@@ -52,7 +54,7 @@ export async function ensureRowIndex(db: Deps['db'], panelId: number, columnIds:
     const cells = indexedIds(columnIds).map((id) => `(cells ->> ${cellPath(id)})`)
     await db.run(
       sql.raw(
-        `CREATE INDEX IF NOT EXISTS ${name} ON records (${['data_source_id', 'generation', ...cells].join(', ')}) WHERE panel_id = ${panelId}`,
+        `CREATE INDEX IF NOT EXISTS ${name} ON records (${['data_source_id', 'generation', ...cells, ...WORK_INDEX_EXPRESSIONS].join(', ')}) WHERE panel_id = ${panelId}`,
       ),
     )
   }

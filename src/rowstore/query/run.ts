@@ -12,7 +12,7 @@ import {
 } from './aggregate.ts'
 import { afterSql, orderByTerms } from './order.ts'
 import type { PreparedRows } from './prepare.ts'
-import { type RecordRow, type Row, toRow } from './row-shape.ts'
+import { type RecordRow, type Row, recordColumns, toRow } from './row-shape.ts'
 import { summaryKey } from './summary.ts'
 
 /**
@@ -107,7 +107,7 @@ async function* idBatches(ctx: ServiceContext, q: PreparedRows, size: number, ma
   while (left > 0) {
     const n = Math.min(size, left)
     const records = await ctx.db.all<RecordRow>(
-      sql`SELECT r.id, r.data_source_id, r.cells, r.errors ${q.idScope} AND r.id > ${after} ORDER BY r.id LIMIT ${n}`,
+      sql`SELECT ${sql.raw(recordColumns('r'))} ${q.idScope} AND r.id > ${after} ORDER BY r.id LIMIT ${n}`,
     )
     if (records.length === 0) return
     yield records.map((r) => toRow(r, q.visible))
@@ -157,7 +157,7 @@ async function* sortedBatches(
     for (let i = 0; i < ids.length; i += size) {
       const final = more && i + size >= ids.length
       // The step's final batch also reads each row's term values: the next step starts after its last row.
-      const records = await ctx.db.all<RecordRow & Record<string, unknown>>(sql`SELECT r.id, r.data_source_id, r.cells, r.errors
+      const records = await ctx.db.all<RecordRow & Record<string, unknown>>(sql`SELECT ${sql.raw(recordColumns('r'))}
         ${final ? sql`, ${values}` : sql``}
         FROM json_each(${JSON.stringify(ids.slice(i, i + size))}) j JOIN records r ON r.id = j.value ORDER BY j.key`)
       if (final) end = records[records.length - 1]
@@ -176,7 +176,7 @@ async function* sortedBatches(
  * that order (numbered as they come out of the ordered, limited subquery).
  */
 const pageSql = (q: PreparedRows, offset: number, limit: number): SQL => sql`
-  SELECT x.id, x.data_source_id, x.cells, x.errors
+  SELECT ${sql.raw(recordColumns('x'))}
   FROM (SELECT id, row_number() OVER () AS n FROM (SELECT r.id AS id ${q.scope} ORDER BY ${q.order} LIMIT ${limit} OFFSET ${offset})) p
   JOIN records x ON x.id = p.id ORDER BY p.n`
 

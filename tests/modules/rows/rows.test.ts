@@ -28,6 +28,7 @@ describe('GET /api/panels/{panelId}/rows', () => {
     expect(res.status).toBe(200)
     expect(res.body.data[0]).toEqual({
       _id: w.ids.p1,
+      _key: 'p1',
       _source: w.sourceId,
       Name: 'Ada',
       Age: 36,
@@ -133,18 +134,18 @@ describe('columns of view rows', () => {
   it('returns the config.columns in their order', async () => {
     const id = await createView({ config: { columns: ['Age', 'Name', 'Removed'], groupBy: [], layout: 'table' } })
     const res = await w.alice.get(`/api/views/${id}/rows?limit=1`)
-    expect(res.body.data[0]).toEqual({ _id: w.ids.p1, _source: w.sourceId, Age: 36, Name: 'Ada' })
-    expect(Object.keys(res.body.data[0])).toEqual(['_id', '_source', 'Age', 'Name'])
+    expect(res.body.data[0]).toEqual({ _id: w.ids.p1, _key: 'p1', _source: w.sourceId, Age: 36, Name: 'Ada' })
+    expect(Object.keys(res.body.data[0])).toEqual(['_id', '_key', '_source', 'Age', 'Name'])
   })
 
   it('hides columns set to false in columnVisibility; all columns when both are empty', async () => {
     const hidden = await createView({ columnVisibility: { Age: false, Tags: false, Phones: true } })
     const row = (await w.alice.get(`/api/views/${hidden}/rows?limit=1`)).body.data[0]
-    expect(Object.keys(row)).toEqual(['_id', '_source', 'Name', 'Birth', 'Seen', 'Active', 'City', 'Phones', 'Double'])
+    expect(Object.keys(row)).toEqual(['_id', '_key', '_source', 'Name', 'Birth', 'Seen', 'Active', 'City', 'Phones', 'Double'])
     const both = await createView({ config: { columns: ['Name', 'Age'] }, columnVisibility: { Age: false } })
-    expect(Object.keys((await w.alice.get(`/api/views/${both}/rows?limit=1`)).body.data[0])).toEqual(['_id', '_source', 'Name'])
+    expect(Object.keys((await w.alice.get(`/api/views/${both}/rows?limit=1`)).body.data[0])).toEqual(['_id', '_key', '_source', 'Name'])
     const all = await createView()
-    expect(Object.keys((await w.alice.get(`/api/views/${all}/rows?limit=1`)).body.data[0])).toHaveLength(11)
+    expect(Object.keys((await w.alice.get(`/api/views/${all}/rows?limit=1`)).body.data[0])).toHaveLength(12)
   })
 })
 

@@ -114,7 +114,7 @@ describe('a full sync', () => {
       { rowId: shown[0]._id, key: 'p1', row: shown[0] },
       { rowId: shown[1]._id, key: 'p2', row: shown[1] },
     ])
-    expect(shown[0]).toEqual({ _id: shown[0]._id, _source: sourceId, Name: 'Ada', Age: 40 })
+    expect(shown[0]).toEqual({ _id: shown[0]._id, _key: 'p1', _source: sourceId, Name: 'Ada', Age: 40 })
     expect(log[3].data).toEqual({ inserted: 3, updated: 0, deleted: 0, cause: 'sync' })
     const runs = (await alice.get(`/api/datasources/${sourceId}/sync-runs`)).body
     const run = runs.syncRuns[0]

@@ -114,7 +114,7 @@ async function changeEvents(w: World, from: number) {
         const { cause: _cause, ...counts } = data
         return { type: r.type, counts }
       }
-      const { _id, _source, ...row } = data.row
+      const { _id, _key, _source, ...row } = data.row
       return { type: r.type, view: (r as unknown as { view: string }).view, id: row.Id, row, changed: data.changed }
     })
     .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)))

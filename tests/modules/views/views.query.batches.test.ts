@@ -34,11 +34,11 @@ describe('viewRowBatches', () => {
     const batches = await collect({ batchSize: 2 })
     expect(batches.map((b) => b.length)).toEqual([2, 2, 1])
     const inOrder = [
-      { _id: w.ids.p6, _source: w.sourceId, Name: 'Bob', Age: 67 },
-      { _id: w.ids.p2, _source: w.sourceId, Name: 'grace', Age: 45 },
-      { _id: w.ids.p3, _source: w.sourceId, Name: 'Alan', Age: 41 },
-      { _id: w.ids.p1, _source: w.sourceId, Name: 'Ada', Age: 36 },
-      { _id: w.ids.p5, _source: w.sourceId, Name: 'Zoe', Age: 29 },
+      { _id: w.ids.p6, _key: 'p6', _source: w.sourceId, Name: 'Bob', Age: 67 },
+      { _id: w.ids.p2, _key: 'p2', _source: w.sourceId, Name: 'grace', Age: 45 },
+      { _id: w.ids.p3, _key: 'p3', _source: w.sourceId, Name: 'Alan', Age: 41 },
+      { _id: w.ids.p1, _key: 'p1', _source: w.sourceId, Name: 'Ada', Age: 36 },
+      { _id: w.ids.p5, _key: 'p5', _source: w.sourceId, Name: 'Zoe', Age: 29 },
     ]
     expect(batches.flat()).toEqual(inOrder)
     // Keyset steps of 3 ids: the second starts after the first step's last row.

@@ -197,7 +197,7 @@ describe('permissions', () => {
     const rows = await nina.get(`/api/views/${copy.body.id}/rows`)
     expect(rows.status).toBe(200)
     expect(rows.body.meta.total).toBe(2)
-    expect(Object.keys(rows.body.data[0]).sort()).toEqual(['City', 'Name', '_id', '_source'])
+    expect(Object.keys(rows.body.data[0]).sort()).toEqual(['City', 'Name', '_id', '_key', '_source'])
     const hidden = await nina.get(
       `/api/views/${copy.body.id}/rows${query({ filters: [{ columnTitle: 'Age', operator: 'gt', value: 1 }] })}`,
     )
