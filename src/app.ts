@@ -23,6 +23,7 @@ import { subscriptionsRouter } from './modules/subscriptions/subscriptions.route
 import { panelViewDefinitionRouter } from './modules/viewdefinitions/viewdefinitions.panel.routes.ts'
 import { viewDefinitionsRouter } from './modules/viewdefinitions/viewdefinitions.routes.ts'
 import { viewsRouter } from './modules/views/views.routes.ts'
+import { workRouter } from './modules/work/work.routes.ts'
 
 /**
  * The one app every runtime serves. `makeDeps` receives the runtime's bindings (a Worker's env,
@@ -47,6 +48,7 @@ export function createApp(makeDeps: MakeDeps) {
   app.route('/api', viewsRouter)
   // Right after the views: it serves GET /views/{id}/rows, which the document lists with them.
   app.route('/api', rowsRouter)
+  app.route('/api', workRouter)
   app.route('/api', changesRouter)
   app.route('/api', notificationsRouter)
   app.route('/api', formulasRouter)

@@ -12,6 +12,8 @@ export type ErrorCode =
   | 'FORBIDDEN'
   | 'VIEW_PASSWORD_REQUIRED'
   | 'VIEW_PASSWORD_INVALID'
+  | 'COMMENTS_DISABLED'
+  | 'PRECONDITION_FAILED'
   | 'NOT_FOUND'
   | 'CONFLICT'
   | 'CURSOR_EXPIRED'
@@ -34,8 +36,10 @@ const STATUS: Record<ErrorCode, number> = {
   FORBIDDEN: 403,
   VIEW_PASSWORD_REQUIRED: 403,
   VIEW_PASSWORD_INVALID: 403,
+  COMMENTS_DISABLED: 403,
   NOT_FOUND: 404,
   CONFLICT: 409,
+  PRECONDITION_FAILED: 412,
   CURSOR_EXPIRED: 410,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
@@ -57,6 +61,8 @@ const TITLE: Partial<Record<ErrorCode, string>> = {
   FORBIDDEN: 'Forbidden',
   VIEW_PASSWORD_REQUIRED: 'Forbidden',
   VIEW_PASSWORD_INVALID: 'Forbidden',
+  COMMENTS_DISABLED: 'Forbidden',
+  PRECONDITION_FAILED: 'Precondition Failed',
   CONFLICT: 'Conflict',
   CURSOR_EXPIRED: 'Gone',
   PAYLOAD_TOO_LARGE: 'Payload Too Large',
@@ -110,6 +116,8 @@ export type ResourceKind =
   | 'Notification'
   | 'Sync run'
   | 'Subscription'
+  | 'Row'
+  | 'Comment'
   | 'Route'
 
 /** 404 whose message names the kind, the id and the tenant (spec §7). */
@@ -130,6 +138,11 @@ export const permissionDenied = (permission: string, doing: string) =>
   new AppError('FORBIDDEN', `The view's publish settings do not give you the "${permission}" permission (${doing})`, {
     permission,
   })
+
+export const preconditionFailed = (message: string, details: unknown = null) =>
+  new AppError('PRECONDITION_FAILED', message, details)
+
+export const commentsDisabled = (message: string) => new AppError('COMMENTS_DISABLED', message)
 
 export const conflict = (message: string, details: unknown = null) => new AppError('CONFLICT', message, details)
 

@@ -49,15 +49,9 @@ export const rowIdentities = sqliteTable(
   (t) => [
     uniqueIndex('row_identities_source_key_idx').on(t.dataSourceId, t.key),
     index('row_identities_tenant_panel_idx').on(t.tenantId, t.panelId),
-    index('row_identities_due_idx')
-      .on(t.dueAt)
-      .where(sql`due_at IS NOT NULL`),
-    index('row_identities_snoozed_idx')
-      .on(t.snoozedUntil)
-      .where(sql`snoozed_until IS NOT NULL`),
-    index('row_identities_claim_idx')
-      .on(t.claimExpiresAt)
-      .where(sql`claim_expires_at IS NOT NULL`),
+    index('row_identities_due_idx').on(t.dueAt).where(sql`due_at IS NOT NULL`),
+    index('row_identities_snoozed_idx').on(t.snoozedUntil).where(sql`snoozed_until IS NOT NULL`),
+    index('row_identities_claim_idx').on(t.claimExpiresAt).where(sql`claim_expires_at IS NOT NULL`),
   ],
 )
 

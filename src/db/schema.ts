@@ -248,7 +248,7 @@ export const views = sqliteTable(
   (t) => [index('views_tenant_user_idx').on(t.tenantId, t.userId), index('views_tenant_panel_idx').on(t.tenantId, t.panelId)],
 )
 
-export type ChangeEntity = 'Panel' | 'DataSource' | 'Column' | 'View'
+export type ChangeEntity = 'Panel' | 'DataSource' | 'Column' | 'View' | 'row' | 'comment'
 export type ChangeAction = 'CREATE' | 'UPDATE' | 'DELETE' | 'PUBLISH' | 'SYNC'
 export type FieldChanges = Record<string, { oldValue?: unknown; newValue?: unknown }>
 

@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
-import { appendEventsFrom } from './events.ts'
 import type { ColumnRef } from '../engine/filters/resolve.ts'
+import { appendEventsFrom } from './events.ts'
 import { loadPanelMembership, type MemberView, type PanelMembership, type ViewPatch } from './membership-plan.ts'
 import { VIRTUAL_NAMES, virtualColumn, virtualSql } from './query/virtual.ts'
 
@@ -24,7 +24,7 @@ export interface RowWrite {
   panelId: number
   /** The user who made the change: views of their own get no notice of it. */
   actorId: string
-  cause: 'sync' | 'webhook' | 'import' | 'recompute' | 'delete'
+  cause: 'sync' | 'webhook' | 'import' | 'recompute' | 'delete' | 'work'
   /** Names the write for the notices' dedupe (`sync:12`): repeating it notifies nobody twice. */
   eventKey: string
   /** Scratch rows of this write carry it; unique per write. */
@@ -237,7 +237,8 @@ function panelEventStatements(write: RowWrite): SQL[] {
         ${write.dataSourceId ?? null} AS data_source_id,
         json_object('inserted', sum(kind = 'inserted'), 'updated', sum(kind = 'updated'), 'deleted', sum(kind = 'deleted'),
           'cause', ${write.cause}) AS data
-      FROM pending_changes WHERE token = ${write.token} AND view_id = 0 HAVING count(*) > 0`,
+      FROM pending_changes WHERE token = ${write.token} AND view_id = 0 AND kind IN ('inserted', 'updated', 'deleted')
+      HAVING count(*) > 0`,
     write.at,
   )
 }

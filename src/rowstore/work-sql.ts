@@ -1,4 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
+import { appendEventsFrom } from './events.ts'
 
 /**
  * The SQL that keeps rows and their lasting identities together (docs/worklist.md "Row identity"):
@@ -36,3 +37,87 @@ export function identityStatement(
 export const refreshWorkStatement = (ids: SQL): SQL =>
   sql`UPDATE records SET work = (SELECT ${workJson('i')} FROM row_identities i WHERE i.id = records.row_id)
     WHERE row_id IN (${ids})`
+
+/** The work fields a change lists in `changed` (WORKLIST.md §4). */
+export const WORK_FIELDS = ['status', 'assignee', 'claimedAt', 'claimExpiresAt', 'dueAt', 'snoozedUntil'] as const
+
+/** The work state of the identity aliased `i` as the API answers it (`_work`, events), as JSON. */
+export const workStateJson = (i: string): SQL =>
+  sql.raw(`json_object('status', ${i}.status, 'assignee', ${i}.assignee, 'claimedAt', ${i}.claimed_at,
+    'claimExpiresAt', ${i}.claim_expires_at, 'dueAt', ${i}.due_at, 'snoozedUntil', ${i}.snoozed_until,
+    'version', ${i}.version, 'updatedAt', ${i}.work_updated_at, 'updatedBy', ${i}.work_updated_by,
+    'commentCount', ${i}.comment_count)`)
+
+/** Scratch rows of a work change (`pending_changes` of view -1): the identities it changes, each with its state before. */
+const CAPTURED = -1
+
+/** The ids of the identities a work change captured. */
+export const capturedIds = (token: string): SQL =>
+  sql`SELECT row_id FROM pending_changes WHERE token = ${token} AND view_id = ${CAPTURED}`
+
+/**
+ * A work change, as statements for the write protocol (write.ts `changeWork`), all in one batch:
+ *
+ * - `capture`: the identities `pick` selects (evaluated in the transaction, so the condition that
+ *   makes the write conditional — a version, nobody holding the row — is read where it is written),
+ *   each with its state before, and listed as changed for the views' membership step;
+ * - `apply`: the update of those identities (`set`, version + 1, who and when), the work copy of
+ *   their records, one `row.work_updated` each with the fields that changed, and a change record
+ *   (entityType `row`) each.
+ */
+export function workChangeStatements(change: {
+  token: string
+  tenantId: string
+  panelId: number
+  pick: SQL
+  set: SQL
+  at: string
+  by: string
+  cause: 'claim' | 'release' | 'lease_expired' | 'patch' | 'next' | 'sla'
+  /** The change record's metadata (who, from where). */
+  metadata: string
+}): { capture: SQL[]; apply: SQL[] } {
+  const { token, at, by } = change
+  const ids = capturedIds(token)
+  const capture = [
+    sql`INSERT INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row)
+      SELECT ${token}, ${CAPTURED}, i.data_source_id, i.key, 'work', i.id, ${workStateJson('i')}
+      FROM row_identities i WHERE i.id IN (${change.pick}) AND i.tenant_id = ${change.tenantId} AND i.panel_id = ${change.panelId}`,
+    sql`INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind)
+      SELECT ${token}, 0, data_source_id, key, 'work' FROM pending_changes WHERE token = ${token} AND view_id = ${CAPTURED}`,
+  ]
+  const fields = JSON.stringify(WORK_FIELDS)
+  const apply = [
+    sql`UPDATE row_identities SET ${change.set}, version = version + 1, work_updated_at = ${at}, work_updated_by = ${by}
+      WHERE id IN (${ids})`,
+    refreshWorkStatement(ids),
+    ...appendEventsFrom(
+      change.tenantId,
+      sql`SELECT i.id AS ord, 'row.work_updated' AS type, ${change.panelId} AS panel_id, NULL AS view_id,
+          i.data_source_id AS data_source_id, json_object('rowId', i.id, 'key', i.key, 'panelId', i.panel_id,
+          'work', json(${workStateJson('i')}), 'changed', json(${changedJson('p.row', 'i')}), 'by', ${by}, 'cause', ${change.cause}) AS data
+        FROM pending_changes p JOIN row_identities i ON i.id = p.row_id
+        WHERE p.token = ${token} AND p.view_id = ${CAPTURED}`,
+      at,
+    ),
+    sql`INSERT INTO changes (tenant_id, user_id, panel_id, entity_type, entity_id, action, changes, metadata, created_at)
+      SELECT ${change.tenantId}, ${by}, ${change.panelId}, 'row', i.id, 'UPDATE',
+        (SELECT json_group_object(f.value, json_object('oldValue', json(p.row -> ('$.' || f.value)), 'newValue',
+            json(${workStateJson('i')} -> ('$.' || f.value))))
+          FROM json_each(${fields}) f WHERE (p.row -> ('$.' || f.value)) IS NOT (${workStateJson('i')} -> ('$.' || f.value))),
+        ${change.metadata}, ${at}
+      FROM pending_changes p JOIN row_identities i ON i.id = p.row_id WHERE p.token = ${token} AND p.view_id = ${CAPTURED}`,
+  ]
+  return { capture, apply }
+
+  function changedJson(before: string, i: string): SQL {
+    return sql`(SELECT json_group_object(f.value, json_object('from', json(${sql.raw(before)} -> ('$.' || f.value)), 'to',
+        json(${workStateJson(i)} -> ('$.' || f.value))))
+      FROM json_each(${fields}) f WHERE (${sql.raw(before)} -> ('$.' || f.value)) IS NOT (${workStateJson(i)} -> ('$.' || f.value)))`
+  }
+}
+
+/** What a work change captured: the identity ids it changed (none: its condition did not hold). */
+export const capturedSelect = (token: string): SQL =>
+  sql`SELECT p.row_id AS id, ${workStateJson('i')} AS work FROM pending_changes p JOIN row_identities i ON i.id = p.row_id
+    WHERE p.token = ${token} AND p.view_id = ${CAPTURED} ORDER BY p.row_id`

@@ -191,6 +191,35 @@ export async function rewriteRows(store: RowStore, change: PanelRewrite): Promis
   store.live?.committed(panel.tenantId)
 }
 
+/**
+ * A change of work state (work-sql.ts `workChangeStatements`): the identities it captures (and
+ * lists for the views), its statements, then `read` — a select answered as the result, before the
+ * membership step clears the scratch rows — and the membership step; one batch, then the feed is
+ * woken. The rows' data is not touched: only views that show or filter on a virtual column move.
+ */
+export interface WorkChange {
+  panel: { tenantId: string; panelId: number }
+  write: RowWrite
+  membership?: PanelMembership
+  capture: readonly SQL[]
+  apply: readonly BatchStatement[]
+  read: SQL
+}
+
+/** Writes a work change in the protocol's order; answers the rows `read` selected. */
+export async function changeWork(store: RowStore, change: WorkChange): Promise<Record<string, unknown>[]> {
+  const { panel, write } = change
+  const membership = membershipStatements(
+    change.membership ?? (await loadPanelMembership(store.db, panel.tenantId, panel.panelId)),
+    write,
+  )
+  const read = store.db.all<Record<string, unknown>>(change.read)
+  const statements = ordered({ membership, before: change.capture, rows: [...change.apply, read], after: [] })
+  const results = await runBatch(store.db, statements)
+  store.live?.committed(panel.tenantId)
+  return results[membership.before.length + change.capture.length + change.apply.length] as Record<string, unknown>[]
+}
+
 // --- Internal helpers ---
 
 /**

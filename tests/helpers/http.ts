@@ -24,6 +24,7 @@ export function clientFor(app: App, tenantId: string, userId: string, extra: { r
     get: (path: string, headers?: Record<string, string>) => call('GET', path, undefined, headers),
     post: (path: string, body?: unknown, headers?: Record<string, string>) => call('POST', path, body, headers),
     put: (path: string, body?: unknown, headers?: Record<string, string>) => call('PUT', path, body, headers),
+    patch: (path: string, body?: unknown, headers?: Record<string, string>) => call('PATCH', path, body, headers),
     delete: (path: string, body?: unknown, headers?: Record<string, string>) => call('DELETE', path, body, headers),
   }
 }

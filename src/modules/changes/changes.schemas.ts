@@ -3,7 +3,14 @@ import type { ChangeAction, ChangeEntity, changes } from '../../db/schema.ts'
 import { OffsetPaging, refuseOffsetWithPage } from '../../http/offset-paging.ts'
 import { TenantId, Timestamp, UserId } from '../../http/router.ts'
 
-export const CHANGE_ENTITIES = ['Panel', 'DataSource', 'Column', 'View'] as const satisfies readonly ChangeEntity[]
+export const CHANGE_ENTITIES = [
+  'Panel',
+  'DataSource',
+  'Column',
+  'View',
+  'row',
+  'comment',
+] as const satisfies readonly ChangeEntity[]
 export const CHANGE_ACTIONS = ['CREATE', 'UPDATE', 'DELETE', 'PUBLISH', 'SYNC'] as const satisfies readonly ChangeAction[]
 
 /** An ISO 8601 date or date-time: `2026-01-01`, `2026-01-01T12:00Z`, `…T12:00:00.000+02:00`. */

@@ -11,6 +11,7 @@ import {
   resolveFilters,
 } from '../../engine/filters/resolve.ts'
 import { invalid } from '../../errors.ts'
+import { loadWorkflow, workClock } from '../workflow.ts'
 import type { AggregateSpec } from './aggregate.ts'
 import { loadPanelColumns } from './columns.ts'
 import { filterSql, searchSql } from './filter-sql.ts'
@@ -18,7 +19,6 @@ import { type OrderTerm, orderByTerms, orderTerms, type SortKey } from './order.
 import { ensureRowIndex } from './row-index.ts'
 import { visibleColumns } from './row-shape.ts'
 import { meInFilters, virtualColumn, withVirtual } from './virtual.ts'
-import { loadWorkflow, workClock } from '../workflow.ts'
 
 /**
  * The row query of a panel or a view (DATA-ENGINE: Views over rows), checked against the panel's

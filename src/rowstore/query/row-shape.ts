@@ -33,8 +33,7 @@ export function visibleColumns(
   const chosen = view.config?.columns ?? []
   const byName = new Map(all.map((c) => [c.name, c]))
   // A virtual column (`_status`, …) is shown only where the choice names it.
-  const base =
-    chosen.length > 0 ? [...new Set(chosen)].flatMap((n) => byName.get(n) ?? virtual?.(n) ?? []) : all
+  const base = chosen.length > 0 ? [...new Set(chosen)].flatMap((n) => byName.get(n) ?? virtual?.(n) ?? []) : all
   const hidden = view.columnVisibility ?? {}
   return base.filter((c) => hidden[c.name] !== false)
 }

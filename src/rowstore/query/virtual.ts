@@ -84,7 +84,13 @@ export function virtualSql(column: ColumnRef): SQL {
     case '_snoozedUntil':
       return f('snoozedUntil')
     case '_overdue': {
-      const done = clock.done.length > 0 ? sql` AND ${status} NOT IN (${sql.join(clock.done.map((d) => sql`${d}`), sql`, `)})` : sql``
+      const done =
+        clock.done.length > 0
+          ? sql` AND ${status} NOT IN (${sql.join(
+              clock.done.map((d) => sql`${d}`),
+              sql`, `,
+            )})`
+          : sql``
       return sql`(CASE WHEN ${f('dueAt')} < ${clock.now}${done} THEN 1 ELSE 0 END)`
     }
     case '_snoozed':

@@ -143,7 +143,12 @@ describe('columns of view rows', () => {
     const row = (await w.alice.get(`/api/views/${hidden}/rows?limit=1`)).body.data[0]
     expect(Object.keys(row)).toEqual(['_id', '_key', '_source', 'Name', 'Birth', 'Seen', 'Active', 'City', 'Phones', 'Double'])
     const both = await createView({ config: { columns: ['Name', 'Age'] }, columnVisibility: { Age: false } })
-    expect(Object.keys((await w.alice.get(`/api/views/${both}/rows?limit=1`)).body.data[0])).toEqual(['_id', '_key', '_source', 'Name'])
+    expect(Object.keys((await w.alice.get(`/api/views/${both}/rows?limit=1`)).body.data[0])).toEqual([
+      '_id',
+      '_key',
+      '_source',
+      'Name',
+    ])
     const all = await createView()
     expect(Object.keys((await w.alice.get(`/api/views/${all}/rows?limit=1`)).body.data[0])).toHaveLength(12)
   })

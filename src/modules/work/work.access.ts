@@ -1,0 +1,99 @@
+import { sql } from 'drizzle-orm'
+import type { ServiceContext } from '../../context.ts'
+import type { CohortRule, Workflow } from '../../db/schema.ts'
+import { notFound, permissionDenied } from '../../errors.ts'
+import { type PreparedRows, prepareRows } from '../../rowstore/query/prepare.ts'
+import { type RecordRow, recordColumns } from '../../rowstore/query/row-shape.ts'
+import { loadWorkflow } from '../../rowstore/workflow.ts'
+import { requirePanel } from '../panels/panels.service.ts'
+import type { ViewPermission } from '../views/views.access.ts'
+import { prepareViewRows } from '../views/views.query.ts'
+import { rowLimitsFor } from '../views/views.rows-scope.ts'
+import { type LoadedView, loadVisibleView } from '../views/views.service.ts'
+
+/**
+ * Who may do what with a row (WORKLIST.md §3, docs/worklist.md "Who may do what"). A row is
+ * addressed under its panel (the owner, a tenant admin) or under a view (its readers, by the
+ * view's sharing rules); either way it must be one of the rows that path answers, else 404 — a
+ * row the caller cannot read is never admitted to exist.
+ */
+
+/** Rows of a panel or of a view, as the caller reaches them. */
+export type RowsPath = { panelId: number } | { viewId: number }
+
+export interface RowsAccess {
+  panel: { id: number; userId: string; workflow: Workflow | null; enableComments: boolean }
+  view?: LoadedView
+  /** The panel's owner or a tenant admin: everything. */
+  full: boolean
+  /** What the view's sharing gives (every permission when `full`). */
+  permissions: ReadonlySet<ViewPermission>
+  /** The path's row query (what GET …/rows answers). */
+  rows: PreparedRows
+}
+
+/** Opens a panel's or a view's rows for the caller; 404 for what they cannot see. */
+export async function openRows(ctx: ServiceContext, path: RowsPath): Promise<RowsAccess> {
+  if ('panelId' in path) {
+    const panel = await requirePanel(ctx, path.panelId)
+    const workflow = await loadWorkflow(ctx, panel.id)
+    const rows = await prepareRows(ctx, { panel: { id: panel.id, cohortRule: panel.cohortRule as CohortRule, workflow } })
+    return { panel: panelOf(panel, workflow), full: true, permissions: ALL, rows }
+  }
+  const view = await loadVisibleView(ctx, path.viewId)
+  if (!view.access.permissions.has('read')) throw notFound('View', path.viewId, ctx.scope.tenantId)
+  const owner = await requirePanelRecord(ctx, view.row.panelId)
+  const full = ctx.scope.isAdmin || owner.userId === ctx.scope.userId
+  const rows = await prepareViewRows(ctx, view.row, {}, await rowLimitsFor(ctx, view))
+  const permissions = full ? ALL : await sharedPermissions(ctx, view)
+  return { panel: owner, view, full, permissions, rows }
+}
+
+/** Fails with 403 naming the permission unless the caller holds it. */
+export function requireRowPermission(access: RowsAccess, permission: ViewPermission, doing: string): void {
+  if (!access.full && !access.permissions.has(permission)) throw permissionDenied(permission, doing)
+}
+
+/** May assign anyone and release anyone's claim. */
+export const isManager = (access: RowsAccess) => access.full || access.permissions.has('manage')
+
+/** The row `rowId` as the path answers it (its record with cells and work copy), or 404. */
+export async function findRow(ctx: ServiceContext, access: RowsAccess, rowId: number): Promise<RecordRow> {
+  const [row] = await ctx.db.all<RecordRow>(
+    sql`SELECT ${sql.raw(recordColumns('r'))} ${access.rows.scope} AND r.row_id = ${rowId} LIMIT 1`,
+  )
+  if (!row) throw notFound('Row', rowId, ctx.scope.tenantId)
+  return row
+}
+
+// --- Internal helpers ---
+
+const ALL: ReadonlySet<ViewPermission> = new Set(['read', 'edit', 'create', 'delete', 'manage'])
+
+function panelOf(panel: { id: number; userId: string; metadata?: Record<string, unknown> | null }, workflow: Workflow | null) {
+  const settings = (panel.metadata?.settings ?? {}) as { enableComments?: unknown }
+  return { id: panel.id, userId: panel.userId, workflow, enableComments: settings.enableComments !== false }
+}
+
+/** The view's panel whoever owns it (the view is visible to the caller). */
+async function requirePanelRecord(ctx: ServiceContext, panelId: number): Promise<RowsAccess['panel']> {
+  const [row] = await ctx.db.all<{ id: number; user_id: string; metadata: string | null; workflow: string | null }>(
+    sql`SELECT id, user_id, metadata, workflow FROM panels WHERE id = ${panelId} AND tenant_id = ${ctx.scope.tenantId}
+      AND deleted_at IS NULL`,
+  )
+  if (!row) throw notFound('Panel', panelId, ctx.scope.tenantId)
+  return panelOf(
+    { id: Number(row.id), userId: row.user_id, metadata: row.metadata ? JSON.parse(row.metadata) : null },
+    row.workflow ? (JSON.parse(row.workflow) as Workflow) : null,
+  )
+}
+
+/**
+ * What a reader who does not own the panel may do with its rows: the view's permissions; for a
+ * copy (made with `create`), those of the view it was copied from — a copy gives no more than its source.
+ */
+async function sharedPermissions(ctx: ServiceContext, view: LoadedView): Promise<ReadonlySet<ViewPermission>> {
+  if (view.row.sourceViewId === null) return view.access.permissions
+  const source = await loadVisibleView(ctx, view.row.sourceViewId)
+  return source.access.permissions
+}
