@@ -278,7 +278,8 @@ async function alternating(n: number, set: (on: boolean) => void, once: (i: numb
     await once(i >> 1)
     times[on ? 'on' : 'off'].push(performance.now() - t)
   }
-  const at = (list: number[], q: number) => [...list].sort((a, b) => a - b)[Math.min(list.length - 1, Math.floor(q * list.length))]
+  const at = (list: number[], q: number) =>
+    [...list].sort((a, b) => a - b)[Math.min(list.length - 1, Math.floor(q * list.length))]
   return { on: at(times.on, 0.5), off: at(times.off, 0.5), onP95: at(times.on, 0.95), offP95: at(times.off, 0.95) }
 }
 

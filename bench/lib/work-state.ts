@@ -11,7 +11,9 @@ import { refreshWorkStatement } from '../../src/rowstore/work-sql.ts'
  * ahead (so some are overdue). Answers how many identities it changed.
  */
 export async function seedWorkState(db: Deps['db'], panelId: number, count: number): Promise<number> {
-  const [{ total }] = await db.all<{ total: number }>(sql`SELECT count(*) AS total FROM row_identities WHERE panel_id = ${panelId}`)
+  const [{ total }] = await db.all<{ total: number }>(
+    sql`SELECT count(*) AS total FROM row_identities WHERE panel_id = ${panelId}`,
+  )
   const step = Math.max(1, Math.floor(Number(total) / count))
   const chosen = sql`SELECT id FROM (SELECT id, row_number() OVER (ORDER BY id) - 1 AS n FROM row_identities
     WHERE panel_id = ${panelId}) WHERE n % ${step} = 0 LIMIT ${count}`
