@@ -100,13 +100,13 @@ async function createCsvColumns(ctx: ServiceContext, panelId: number) {
  * neither panel's rows sit in the other's indexes (in one file, the first source's new generation
  * lands in the middle of the shared indexes and the last one's at their end, which alone made
  * identical resyncs differ by 10–30 %). One panel gets work state on a tenth of its rows
- * (BENCH_WORKED; bench/lib/work-state.ts). Then BENCH_RESYNC_ROUNDS (5) rounds of a full resync of
+ * (BENCH_WORKED; bench/lib/work-state.ts). Then BENCH_RESYNC_ROUNDS (7) rounds of a full resync of
  * each, the order swapped every round so neither always follows the other; after every resync of
  * the worked panel it counts the worked rows that still carry their work (`lost`: the most missing
  * after one).
  */
 async function resyncWork() {
-  const rounds = Number(process.env.BENCH_RESYNC_ROUNDS ?? 5)
+  const rounds = Number(process.env.BENCH_RESYNC_ROUNDS ?? 7)
   const open = async (which: 'work' | 'plain') => {
     const config = benchConfig(`resync-${which}.db`)
     const { db } = await openDatabase(config)

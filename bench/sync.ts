@@ -9,7 +9,7 @@
  *     rows carry work state, against the same resync of a panel without work, alternating in one
  *     process; every worked row must keep its work. Goal: ≤ 1.10× the time without work.
  * Prints rows/s, peak RSS, and the ratio of each sync to the bare insert of the same run.
- * BENCH_ROWS (100000), BENCH_BIG_ROWS (1000000), BENCH_FHIR (10000) and BENCH_RESYNC_ROUNDS (5) tune the sizes.
+ * BENCH_ROWS (100000), BENCH_BIG_ROWS (1000000), BENCH_FHIR (10000) and BENCH_RESYNC_ROUNDS (7) tune the sizes.
  */
 import { spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
