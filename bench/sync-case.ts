@@ -5,10 +5,13 @@
  *   csv <dir> <csv>           a csv data source synchronised through the service (create → initial sync)
  *   csv-cols <dir> <csv>      the same into a panel with 10 base columns, every cell materialised
  *   fhir <dir> <baseUrl>      a fhir data source reading Patient pages from a loopback server
- * Prints one JSON line: { rows, seconds, peakRssMiB }.
+ *   resync-work <dir> <csv>   full resyncs of two panels of the same rows (10 base columns, keyed by
+ *                             `id`), one with a tenth of its rows worked, alternating (see resyncWork)
+ * Prints one JSON line: { rows, seconds, peakRssMiB } (resync-work adds its own figures).
  */
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { sql } from 'drizzle-orm'
 import { createStorage } from 'unstorage'
 import memoryDriver from 'unstorage/drivers/memory'
 import { parseConfig } from '../src/config.ts'
@@ -16,23 +19,29 @@ import type { ServiceContext } from '../src/context.ts'
 import { buildDeps } from '../src/deps.ts'
 import { createLogger } from '../src/lib/logger.ts'
 import { createBaseColumn } from '../src/modules/columns/columns.service.ts'
-import { createDataSource } from '../src/modules/datasources/datasources.service.ts'
+import { createDataSource, syncDataSource } from '../src/modules/datasources/datasources.service.ts'
 import { createPanel } from '../src/modules/panels/panels.service.ts'
 import { sha256Hex } from '../src/runtime/node-crypto.ts'
 import { nodeFileStore } from '../src/runtime/node-files.ts'
 import { openDatabase } from '../src/runtime/node-primitives.ts'
+import { seedWorkState, workedRows } from './lib/work-state.ts'
 
 const [kind, dir, target] = process.argv.slice(2)
 
-async function main() {
-  const config = parseConfig({
-    DATABASE_URL: `file:${join(dir, `${kind}-${target.replace(/\W/g, '_')}.db`)}`,
+/** The service's configuration on the libSQL file `database` in the case's folder. */
+const benchConfig = (database: string) =>
+  parseConfig({
+    DATABASE_URL: `file:${join(dir, database)}`,
     FILES_DIR: dir,
     JWT_SECRET: 'bench-secret-0123456789-0123456789-abcdef',
     ENCRYPTION_KEY: 'bench-encryption-key',
     ALLOW_PRIVATE_NETWORK_SOURCES: 'true',
     LOG_LEVEL: 'warn',
   })
+
+async function main() {
+  if (kind === 'resync-work') return resyncWork()
+  const config = benchConfig(`${kind}-${target.replace(/\W/g, '_')}.db`)
   const { db, client } = await openDatabase(config)
   const started = performance.now()
   let rows = 0
@@ -52,19 +61,7 @@ async function main() {
       meta: { requestId: 'bench', source: 'system' },
     }
     const panel = await createPanel(ctx, { name: 'Bench', tenantId: 'bench', userId: 'bench' } as never)
-    if (kind === 'csv-cols') {
-      // The panel's 10 base columns, one per CSV field, created before the data arrives.
-      const types: Record<string, string> = { birthDate: 'date', lastVisit: 'date', hba1c: 'number', postalCode: 'text' }
-      for (const field of ['id', 'family', 'given', 'gender', 'birthDate', 'city', 'postalCode', 'mrn', 'hba1c', 'lastVisit']) {
-        await createBaseColumn(ctx, panel.id, {
-          name: field,
-          sourceField: field,
-          type: types[field] ?? 'text',
-          properties: {},
-          metadata: {},
-        } as never)
-      }
-    }
+    if (kind === 'csv-cols') await createCsvColumns(ctx, panel.id)
     const t0 = performance.now()
     const source =
       kind === 'csv' || kind === 'csv-cols'
@@ -81,6 +78,94 @@ async function main() {
     return
   }
   report(rows, (performance.now() - started) / 1000)
+}
+
+/** The panel's 10 base columns, one per CSV field, created before the data arrives. */
+async function createCsvColumns(ctx: ServiceContext, panelId: number) {
+  const types: Record<string, string> = { birthDate: 'date', lastVisit: 'date', hba1c: 'number', postalCode: 'text' }
+  for (const field of ['id', 'family', 'given', 'gender', 'birthDate', 'city', 'postalCode', 'mrn', 'hba1c', 'lastVisit']) {
+    await createBaseColumn(ctx, panelId, {
+      name: field,
+      sourceField: field,
+      type: types[field] ?? 'text',
+      properties: {},
+      metadata: {},
+    } as never)
+  }
+}
+
+/**
+ * Working the list (WORKLIST.md §6): the same CSV rows synchronised into two panels (10 base
+ * columns, keyed by `id`, as a worked list should be), each alone in a database of its own, so
+ * neither panel's rows sit in the other's indexes (in one file, the first source's new generation
+ * lands in the middle of the shared indexes and the last one's at their end, which alone made
+ * identical resyncs differ by 10–30 %). One panel gets work state on a tenth of its rows
+ * (BENCH_WORKED; bench/lib/work-state.ts). Then BENCH_RESYNC_ROUNDS (7) rounds of a full resync of
+ * each, the order swapped every round so neither always follows the other; after every resync of
+ * the worked panel it counts the worked rows that still carry their work (`lost`: the most missing
+ * after one).
+ */
+async function resyncWork() {
+  const rounds = Number(process.env.BENCH_RESYNC_ROUNDS ?? 7)
+  const open = async (which: 'work' | 'plain') => {
+    const config = benchConfig(`resync-${which}.db`)
+    const { db } = await openDatabase(config)
+    const deps = await buildDeps(config, {
+      db,
+      storage: createStorage({ driver: memoryDriver() }),
+      files: nodeFileStore(dir),
+      sha256Hex,
+      log: createLogger('warn'),
+    })
+    const ctx: ServiceContext = {
+      ...deps,
+      scope: { tenantId: 'bench', userId: 'bench', isAdmin: false, groups: [] },
+      meta: { requestId: 'bench', source: 'system' },
+    }
+    const panel = await createPanel(ctx, { name: `Bench ${which}`, tenantId: 'bench', userId: 'bench' } as never)
+    await createCsvColumns(ctx, panel.id)
+    const source = await createDataSource(ctx, panel.id, {
+      type: 'csv',
+      config: { filePath: target, format: 'csv', keyField: 'id' },
+    } as never)
+    if (source.syncStatus !== 'success') throw new Error(`sync ended in ${source.syncStatus}: ${source.errorMessage}`)
+    return { ctx, db, panelId: panel.id, sourceId: source.id }
+  }
+  const panels = { work: await open('work'), plain: await open('plain') }
+  const [{ n }] = await panels.work.db.all<{ n: number }>(sql`SELECT count(*) AS n FROM records`)
+  const rows = Number(n)
+  const toWork = Number(process.env.BENCH_WORKED ?? Math.round(rows / 10))
+  const worked = toWork > 0 ? await seedWorkState(panels.work.db, panels.work.panelId, toWork) : 0
+  if ((await workedRows(panels.plain.db, panels.plain.panelId)) !== 0) throw new Error('the plain panel has work state')
+  const times = { work: [] as number[], plain: [] as number[] }
+  let lost = 0
+  const resync = async (which: 'work' | 'plain') => {
+    const { ctx, db, panelId, sourceId } = panels[which]
+    const t0 = performance.now()
+    const answer = await syncDataSource(ctx, sourceId)
+    const elapsed = (performance.now() - t0) / 1000
+    if (answer.background || answer.result.status !== 'success') throw new Error(`the ${which} resync did not succeed`)
+    if (answer.result.recordsProcessed !== rows) throw new Error(`a resync of ${answer.result.recordsProcessed} rows`)
+    times[which].push(elapsed)
+    if (which === 'work') lost = Math.max(lost, worked - (await workedRows(db, panelId)))
+  }
+  for (let i = 0; i < rounds; i++) {
+    for (const which of i % 2 === 0 ? (['work', 'plain'] as const) : (['plain', 'work'] as const)) await resync(which)
+  }
+  const median = (list: number[]) => [...list].sort((a, b) => a - b)[Math.floor(list.length / 2)]
+  const peakRssMiB = process.resourceUsage().maxRSS / 1024
+  console.log(
+    JSON.stringify({
+      rows,
+      seconds: median(times.work),
+      peakRssMiB,
+      worked,
+      lost,
+      plainSeconds: median(times.plain),
+      work: times.work,
+      plain: times.plain,
+    }),
+  )
 }
 
 /**

@@ -4,9 +4,12 @@
  *   - the bare baseline: a multi-row INSERT of the 100,000 CSV rows into the same kind of database;
  *   - a 100,000-row, 10-column CSV file source synchronised through the service;
  *   - a 1,000,000-row CSV (peak RSS must stay under 200 MB);
- *   - 10,000 FHIR Patient resources served in Bundles of 100 by a loopback server in this process.
+ *   - 10,000 FHIR Patient resources served in Bundles of 100 by a loopback server in this process;
+ *   - working the list (WORKLIST.md §6): a full resync of the 100,000 rows into a panel where 10,000
+ *     rows carry work state, against the same resync of a panel without work, alternating in one
+ *     process; every worked row must keep its work. Goal: ≤ 1.10× the time without work.
  * Prints rows/s, peak RSS, and the ratio of each sync to the bare insert of the same run.
- * BENCH_BIG_ROWS (1000000) and BENCH_FHIR (10000) tune the sizes.
+ * BENCH_ROWS (100000), BENCH_BIG_ROWS (1000000), BENCH_FHIR (10000) and BENCH_RESYNC_ROUNDS (7) tune the sizes.
  */
 import { spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
@@ -16,7 +19,7 @@ import { build } from 'esbuild'
 import { startFhirPatientServer } from './lib/fhir-patients.ts'
 import { writePatientCsv } from './lib/patient-csv.ts'
 
-const ROWS = 100_000
+const ROWS = Number(process.env.BENCH_ROWS ?? 100_000)
 const BIG_ROWS = Number(process.env.BENCH_BIG_ROWS ?? 1_000_000)
 const FHIR = Number(process.env.BENCH_FHIR ?? 10_000)
 const root = new URL('..', import.meta.url).pathname
@@ -25,6 +28,15 @@ interface CaseResult {
   rows: number
   seconds: number
   peakRssMiB: number
+}
+
+/** The resync case: `seconds` is the median resync with work state, `plainSeconds` without. */
+interface ResyncResult extends CaseResult {
+  worked: number
+  lost: number
+  plainSeconds: number
+  work: number[]
+  plain: number[]
 }
 
 /**
@@ -70,6 +82,7 @@ async function main() {
     const csvCols = await runCase('csv-cols', dir, 'rows.csv')
     const big = await runCase('csv', dir, 'big.csv')
     const fhir = await runCase('fhir', dir, server.url)
+    const resync = (await runCase('resync-work', dir, 'rows.csv')) as ResyncResult
     const rate = (r: CaseResult) => r.rows / r.seconds
     const line = (name: string, r: CaseResult, extra: string) =>
       `| ${name} | ${r.rows.toLocaleString('en')} | ${r.seconds.toFixed(2)} | ${Math.round(rate(r)).toLocaleString('en')} | ${r.peakRssMiB.toFixed(0)} | ${extra} |`
@@ -90,6 +103,20 @@ async function main() {
     console.log(line('CSV file source, big', big, big.peakRssMiB < 200 ? 'peak RSS < 200 MB: pass' : 'peak RSS ≥ 200 MB: FAIL'))
     console.log(
       line('FHIR Patients, pages of 100', fhir, rate(fhir) >= 10_000 ? 'target ≥ 10,000/s: pass' : 'target ≥ 10,000/s: FAIL'),
+    )
+    const plain = { ...resync, seconds: resync.plainSeconds }
+    const slower = resync.seconds / resync.plainSeconds
+    console.log(line('full resync, 10 base columns, keyed by id, no work state (median)', plain, '1'))
+    console.log(
+      line(
+        `full resync, the same with ${resync.worked.toLocaleString('en')} rows worked (median)`,
+        resync,
+        `${slower.toFixed(3)}× without, target ≤ 1.10× and none lost: ${slower <= 1.1 && resync.lost === 0 ? 'pass' : 'FAIL'} (work states lost: ${resync.lost})`,
+      ),
+    )
+    const list = (t: number[]) => t.map((s) => s.toFixed(2)).join(', ')
+    console.log(
+      `\nresyncs with work state: ${list(resync.work)} s; without: ${list(resync.plain)} s (rounds alternate which goes first)`,
     )
   } finally {
     await server.close()
