@@ -36,3 +36,13 @@ export function identityStatement(
 export const refreshWorkStatement = (ids: SQL): SQL =>
   sql`UPDATE records SET work = (SELECT ${workJson('i')} FROM row_identities i WHERE i.id = records.row_id)
     WHERE row_id IN (${ids})`
+
+/**
+ * The statements that remove a data source's identities with their work and comments, in the batch
+ * that deletes the source: the foreign keys' cascade is a safety net only (docs/runtimes.md
+ * "Connection state"), so a connection without them leaves no orphan either.
+ */
+export const sourceIdentitiesRemoval = (dataSourceId: number): SQL[] => [
+  sql`DELETE FROM row_comments WHERE row_id IN (SELECT id FROM row_identities WHERE data_source_id = ${dataSourceId})`,
+  sql`DELETE FROM row_identities WHERE data_source_id = ${dataSourceId}`,
+]
