@@ -75,7 +75,7 @@ export interface RowsWorld {
   panelId: number
   sourceId: number
   columns: Record<string, number>
-  /** Record id by patient id. */
+  /** Row id (`_id`, the row's lasting identity) by patient id. */
   ids: Record<string, number>
 }
 
@@ -108,7 +108,7 @@ export async function rowsWorld(patients: Record<string, unknown>[] = PATIENTS):
   const calc = await alice.post(`/api/panels/${panelId}/columns/calculated`, { name: 'Double', formula: '{Age} * 2' })
   if (calc.status !== 201) throw new Error(`calculated column failed: ${JSON.stringify(calc.body)}`)
   columns.Double = calc.body.id
-  const rows = await t.client.execute({ sql: 'SELECT id, key FROM records WHERE panel_id = ?', args: [panelId] })
+  const rows = await t.client.execute({ sql: 'SELECT row_id AS id, key FROM records WHERE panel_id = ?', args: [panelId] })
   const ids = Object.fromEntries(rows.rows.map((r) => [String(r.key), Number(r.id)]))
   return { t, server, alice, bob, eve, panelId, sourceId: source.body.id, columns, ids }
 }
