@@ -11,6 +11,7 @@ import {
   resolveFilters,
 } from '../../engine/filters/resolve.ts'
 import { invalid } from '../../errors.ts'
+import { loadWorkflow, workClock } from '../workflow.ts'
 import type { AggregateSpec } from './aggregate.ts'
 import { loadPanelColumns } from './columns.ts'
 import { filterSql, searchSql } from './filter-sql.ts'
@@ -18,7 +19,6 @@ import { type OrderTerm, orderByTerms, orderTerms, type SortKey } from './order.
 import { ensureRowIndex } from './row-index.ts'
 import { visibleColumns } from './row-shape.ts'
 import { meInFilters, virtualColumn, withVirtual } from './virtual.ts'
-import { loadWorkflow, workClock } from '../workflow.ts'
 
 /**
  * The row query of a panel or a view (DATA-ENGINE: Views over rows), checked against the panel's
@@ -84,8 +84,9 @@ export async function prepareRows(ctx: ServiceContext, source: RowSource, params
     columns.list.map((c) => c.id),
   )
   const issues: FilterIssue[] = []
-  // The work state's virtual columns (`_status`, …) are there for every reader, at this moment.
-  const clock = workClock(panel.workflow === undefined ? await loadWorkflow(ctx, panel.id) : panel.workflow)
+  // The work state's virtual columns (`_status`, …) are there for every reader, at this moment of the service's clock.
+  const workflow = panel.workflow === undefined ? await loadWorkflow(ctx, panel.id) : panel.workflow
+  const clock = workClock(workflow, ctx.clock.now())
   const virtual = (name: string) => virtualColumn(name, clock)
   const all = withVirtual(columns.byName, clock)
   const { limits } = source
