@@ -7,8 +7,11 @@ import type { TestApp } from './app.ts'
  * Work state set straight in the database, for tests of what reads it (virtual columns, row
  * identity) written before the endpoints that change work exist. It does what a work change does
  * to the stored rows: the identity's fields set, its version raised by one, and the work copy of
- * its records refreshed (rowstore/work-sql.ts), in one batch. It emits no event and checks nothing
- * (no workflow status check, no ETag): replace it by the work endpoints where a test needs those.
+ * its records refreshed (rowstore/work-sql.ts), in one batch. It emits no event, writes no change
+ * record and checks nothing (no workflow status check, no ETag): replace it by the work endpoints
+ * where a test needs those. Without a change record the panel's data version does not move, so a
+ * row query's summary (total, groups, aggregations; rowstore/query/summary.ts) cached before the
+ * call is answered until the panel's next write: set work state before reading it.
  */
 
 /** The work fields a test may set; a field left out keeps its value. */

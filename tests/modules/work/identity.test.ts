@@ -408,6 +408,10 @@ describe('_key', () => {
       sql`SELECT data FROM events WHERE type = 'row.entered' AND view_id = ${view} ORDER BY seq`,
     )
     expect(events.map((e) => JSON.parse(e.data))).toEqual(rows.map((row) => ({ rowId: row._id, key: row._key, row })))
+    // The OpenAPI document declares it.
+    const row = (await (await w.t.app.request('/openapi.json')).json()).components.schemas.Row
+    expect(row.required).toEqual(expect.arrayContaining(['_id', '_key', '_source']))
+    expect(row.properties._key).toMatchObject({ type: 'string' })
   })
 })
 
