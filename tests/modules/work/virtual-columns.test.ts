@@ -152,6 +152,33 @@ describe('filters', () => {
     }
   })
 
+  it('on the dates and the count, with the operators of their kinds; @me inside a nested group', async () => {
+    const before = await panelRows({ filters: [{ columnTitle: '_dueAt', operator: 'lessThan', value: '2026-01-01T09:30:00Z' }] })
+    expect(keys(before)).toEqual(['p2'])
+    const between = await panelRows({
+      filters: [{ columnTitle: '_dueAt', operator: 'between', value: ['2026-01-01', '2026-01-02'] }],
+    })
+    expect(sorted(keys(between))).toEqual(['p1', 'p2'])
+    const undated = await panelRows({ filters: [{ columnTitle: '_dueAt', operator: 'isEmpty' }] })
+    expect(sorted(keys(undated))).toEqual(['p4', 'p5'])
+    const snoozeSet = await panelRows({ filters: [{ columnTitle: '_snoozedUntil', operator: 'isNotNull' }] })
+    expect(sorted(keys(snoozeSet))).toEqual(['p3', 'p5'])
+    const discussed = await panelRows({ filters: [{ columnTitle: '_commentCount', operator: 'greaterThan', value: 1 }] })
+    expect(keys(discussed)).toEqual(['p5'])
+    const nested = await panelRows({
+      filters: [
+        {
+          logicalOperator: 'OR',
+          conditions: [
+            { columnTitle: '_assignee', operator: 'equals', value: '@me' },
+            { columnTitle: '_status', operator: 'equals', value: 'done' },
+          ],
+        },
+      ],
+    })
+    expect(sorted(keys(nested))).toEqual(['p1', 'p2'])
+  })
+
   it('a cohort rule on _status', async () => {
     const rule = { conditions: [{ field: '_status', operator: 'notEquals', value: 'done' }], logic: 'AND' }
     const put = await alice.put(`/api/panels/${panelId}`, { cohortRule: rule })
@@ -172,6 +199,16 @@ describe('sorting, groups and search', () => {
     const desc = await createView({ sorting: [{ columnTitle: '_dueAt', direction: 'desc' }] })
     expect(keys(await viewRows(desc))).toEqual(['p3', 'p1', 'p2', 'p4', 'p5'])
     expect(keys(await panelRows({ sort: '_commentCount', order: 'desc' }))[0]).toBe('p5')
+  })
+
+  it('sorts by _status in a custom order', async () => {
+    const view = await createView({
+      sorting: [
+        { columnTitle: '_status', direction: 'asc', customOrder: ['in_progress', 'open'], priority: 1 },
+        { columnTitle: 'Id', direction: 'desc', priority: 2 },
+      ],
+    })
+    expect(keys(await viewRows(view))).toEqual(['p1', 'p5', 'p4', 'p3', 'p2'])
   })
 
   it('groups by _status with a count', async () => {
@@ -395,5 +432,42 @@ describe('membership', () => {
     await deliver('data.updated', [{ id: 'p1', name: 'Ada' }])
     expect((await events(mark)).map((e) => [e.type, e.data.key])).toEqual([['row.left', 'p1']])
     expect((await owner.get(`/api/views/${view}/rows`)).body.data).toEqual([])
+  })
+
+  it('a view filtering on _assignee with @me moves as for its owner', async () => {
+    const secret = 'whsec-virtual-me-0123456789'
+    const w = await makeTestApp()
+    const owner = clientFor(w.app, 'tenant-a', 'alice')
+    const panel = (await owner.post('/api/panels', { name: 'Mine', tenantId: 'tenant-a', userId: 'alice' })).body.id
+    expect((await owner.post(`/api/panels/${panel}/columns/base`, { name: 'Name', sourceField: 'name' })).status).toBe(201)
+    const source = await owner.post(`/api/panels/${panel}/datasources`, {
+      type: 'webhook',
+      config: { endpoint: 'virtual-mine', secret, keyField: 'id', events: ['data.created', 'data.updated'] },
+    })
+    expect(source.status).toBe(201)
+    const view = (
+      await owner.post('/api/views', {
+        name: 'Mine',
+        panelId: panel,
+        filters: [{ columnTitle: '_assignee', operator: 'equals', value: '@me' }],
+      })
+    ).body.id
+    const deliver = async (event: string, data: unknown) =>
+      expect((await deliverSigned(w.app, 'virtual-mine', secret, { event, data })).status).toBe(200)
+    const patients = [
+      { id: 'p1', name: 'Ada' },
+      { id: 'p2', name: 'Grace' },
+    ]
+    await deliver('data.created', patients)
+    const rows = (await owner.get(`/api/panels/${panel}/rows`)).body.data as Row[]
+    const id = (key: string) => (rows.find((r) => r._key === key) as Row)._id
+    await setWorkState(w, id('p1'), { assignee: 'bob' })
+    await setWorkState(w, id('p2'), { assignee: 'alice' })
+    await deliver('data.updated', patients)
+    const moved = await w.deps.db.all<{ type: string; data: string }>(
+      sql`SELECT type, data FROM events WHERE view_id = ${view} AND type LIKE 'row.%' ORDER BY seq`,
+    )
+    expect(moved.map((e) => [e.type, JSON.parse(e.data).key])).toEqual([['row.entered', 'p2']])
+    expect(keys((await owner.get(`/api/views/${view}/rows`)).body)).toEqual(['p2'])
   })
 })
