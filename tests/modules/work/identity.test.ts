@@ -415,6 +415,23 @@ describe('_key', () => {
   })
 })
 
+describe('other answers naming rows', () => {
+  it("the formula preview names each row by its _id, not by its stored record's id", async () => {
+    const w = await world()
+    const source = await apiSource(w, BEFORE)
+    // A re-sync stores new records: their ids are no longer the rows' ids.
+    await sync(w, source, BEFORE)
+    const ids = await idsByKey(w)
+    const records = await recordIds(w)
+    expect(Object.values(records)).not.toEqual(expect.arrayContaining(Object.values(ids)))
+    const res = await w.alice.post('/api/formulas/preview', { formula: '{Age} + 1', panelId: w.panelId, limit: 10 })
+    expect(res.status, JSON.stringify(res.body)).toBe(200)
+    const byId = Object.fromEntries((await panelRows(w)).map((r) => [r._id, r.Age]))
+    expect(res.body.values).toHaveLength(3)
+    for (const v of res.body.values) expect(v.value).toBe((byId[v._id] as number) + 1)
+  })
+})
+
 describe('keyless sources', () => {
   it('key rows by their content: an edited record is a new identity, an unchanged one keeps its _id', async () => {
     const w = await world()
