@@ -1,9 +1,11 @@
 import { sql } from 'drizzle-orm'
+import ExcelJS from 'exceljs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { authHeaders } from '../../helpers/auth.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
 import { type FixtureServer, sendJson, startJsonServer } from '../../helpers/servers.ts'
+import { onTarget, SKIP } from '../../helpers/target.ts'
 import { deliverSigned } from '../../helpers/view-definitions.ts'
 import { setWorkState } from '../../helpers/work-state.ts'
 import { query } from '../rows/fixtures.ts'
@@ -378,6 +380,25 @@ describe('exports', () => {
     })
     expect(JSON.parse(await download(plain, 'json'))).toEqual([{ Id: 'p2', Name: 'Grace', Age: 45 }])
   })
+
+  it.skipIf(onTarget(['workers', 'deno'], SKIP.workersXlsx))(
+    'excel holds each as its kind: dates as dates, booleans and counts as such',
+    async () => {
+      const view = await createView({
+        config: { columns: ['Id', '_status', '_overdue', '_dueAt', '_commentCount'] },
+        filters: [{ columnTitle: 'Id', operator: 'equals', value: 'p1' }],
+      })
+      const xlsx = await t.app.request(`/api/views/${view}/export?format=excel`, {
+        headers: await authHeaders('tenant-a', 'alice'),
+      })
+      expect(xlsx.status).toBe(200)
+      const workbook = new ExcelJS.Workbook()
+      await workbook.xlsx.load(await xlsx.arrayBuffer())
+      const sheet = workbook.worksheets[0]
+      expect(sheet.getRow(1).values).toEqual([undefined, 'Id', '_status', '_overdue', '_dueAt', '_commentCount'])
+      expect(sheet.getRow(2).values).toEqual([undefined, 'p1', 'in_progress', true, new Date('2026-01-01T10:00:00.000Z'), 0])
+    },
+  )
 })
 
 describe('membership', () => {
@@ -427,6 +448,13 @@ describe('membership', () => {
       { _id: p1._id, _key: 'p1', _source: source.body.id, Name: 'Ada', _status: 'in_progress', _overdue: false },
     ])
     expect(entered.map((e) => [e.type, e.data])).toEqual([['row.entered', { rowId: p1._id, key: 'p1', row: shown[0] }]])
+    // A shown virtual column that changes is a row.updated.
+    await setWorkState(w, p1._id, { dueAt: '2026-01-01T00:00:00.000Z' })
+    mark = await head()
+    await deliver('data.updated', [{ id: 'p1', name: 'Ada' }])
+    expect((await events(mark)).map((e) => [e.type, e.data.previous?._overdue, e.data.row._overdue])).toEqual([
+      ['row.updated', false, true],
+    ])
     await setWorkState(w, p1._id, { status: 'done' })
     mark = await head()
     await deliver('data.updated', [{ id: 'p1', name: 'Ada' }])
