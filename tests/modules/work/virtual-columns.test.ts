@@ -1,7 +1,8 @@
 import { sql } from 'drizzle-orm'
 import ExcelJS from 'exceljs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { makeTestApp, type TestApp } from '../../helpers/app.ts'
+import { prepareRows } from '../../../src/rowstore/query/prepare.ts'
+import { makeTestApp, serviceCtx, type TestApp } from '../../helpers/app.ts'
 import { authHeaders } from '../../helpers/auth.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
 import { type FixtureServer, sendJson, startJsonServer } from '../../helpers/servers.ts'
@@ -236,6 +237,35 @@ describe('sorting, groups and search', () => {
     expect(keys(await panelRows({ search: 'bob', searchFields: '_assignee' }))).toEqual(['p2'])
     // By default only the text columns are searched.
     expect(keys(await panelRows({ search: 'progress' }))).toEqual([])
+  })
+})
+
+describe('the row index', () => {
+  it('serves a query on virtual columns: the work fields are read from the index, not from each row', async () => {
+    const ctx = serviceCtx(t.deps, 'tenant-a', 'alice')
+    const q = await prepareRows(
+      ctx,
+      { panel: { id: panelId, cohortRule: { conditions: [], logic: 'AND' } } },
+      {
+        filters: [
+          { columnTitle: '_status', operator: 'notEquals', value: 'done' },
+          { columnTitle: '_overdue', operator: 'equals', value: false },
+          { columnTitle: '_assignee', operator: 'isNull' },
+        ],
+        sort: '_dueAt',
+      },
+    )
+    const dialect = (t.deps.db as unknown as { dialect: { sqlToQuery(s: unknown): { sql: string; params: unknown[] } } }).dialect
+    const { sql: text, params } = dialect.sqlToQuery(q.scope)
+    const indexes = await t.client.execute({
+      sql: `SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'records' AND name LIKE ?`,
+      args: [`records_p${panelId}_%`],
+    })
+    expect(indexes.rows).toHaveLength(1)
+    const plan = await t.client.execute({ sql: `EXPLAIN QUERY PLAN SELECT count(*) ${text}`, args: params as never[] })
+    expect(plan.rows.map((r) => String(r.detail)).join(' | ')).toContain(`USING INDEX ${indexes.rows[0].name}`)
+    const program = await t.client.execute({ sql: `EXPLAIN SELECT count(*) ${text}`, args: params as never[] })
+    expect(program.rows.filter((r) => r.opcode === 'Function' && String(r.p4).startsWith('->>'))).toEqual([])
   })
 })
 
