@@ -1,9 +1,11 @@
+import { readFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createClient } from '@libsql/client'
 import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { MIGRATIONS_DIR } from '../../../src/runtime/migrate.ts'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
 import { type FixtureServer, sendJson, startJsonServer } from '../../helpers/servers.ts'
@@ -412,6 +414,36 @@ describe('_key', () => {
     const row = (await (await w.t.app.request('/openapi.json')).json()).components.schemas.Row
     expect(row.required).toEqual(expect.arrayContaining(['_id', '_key', '_source']))
     expect(row.properties._key).toMatchObject({ type: 'string' })
+  })
+})
+
+describe('rows stored before row identities existed', () => {
+  it('get one identity per source and key from the migration, which later writes keep', async () => {
+    const w = await world()
+    const source = await apiSource(w, BEFORE)
+    // The database as the migration found it: records without identities (one source's rows in two
+    // generations here, as a sync cut short leaves them).
+    await w.t.client.execute({
+      sql: `INSERT INTO records (tenant_id, panel_id, data_source_id, generation, key, data, cells, cells_version, created_at, updated_at)
+            SELECT tenant_id, panel_id, data_source_id, generation + 1, key, data, cells, cells_version, created_at, updated_at
+            FROM records WHERE data_source_id = ?`,
+      args: [source],
+    })
+    await w.t.client.execute('DELETE FROM row_identities')
+    await w.t.client.execute('UPDATE records SET row_id = NULL, work = NULL')
+    const migration = readFileSync(join(MIGRATIONS_DIR, '0016_worklist.sql'), 'utf8').split('--> statement-breakpoint')
+    const backfill = migration.map((q) => q.trim()).filter((q) => /^(INSERT INTO `row_identities`|UPDATE `records`)/.test(q))
+    expect(backfill).toHaveLength(2)
+    for (const q of backfill) await w.t.client.execute(q)
+
+    const ids = await idsByKey(w)
+    expect(Object.keys(ids).sort()).toEqual(['p1', 'p2', 'p3'])
+    expect(await identityCount(w, source)).toBe(3)
+    const unlinked = await w.t.client.execute('SELECT count(*) AS n FROM records WHERE row_id IS NULL')
+    expect(Number(unlinked.rows[0].n)).toBe(0)
+    await sync(w, source, [...BEFORE, { id: 'p4', name: 'Mary', age: 60 }])
+    expect(await idsByKey(w)).toMatchObject(ids)
+    expect(await identityCount(w, source)).toBe(4)
   })
 })
 
