@@ -53,13 +53,10 @@ export type RowsQueryInput = z.infer<typeof RowsQuery>
 
 const Row = z
   .object({
-    _id: z
-      .number()
-      .int()
-      .openapi({
-        description: "The row's lasting id: the same for as long as its identity (source, key) is in the panel",
-        example: 17,
-      }),
+    _id: z.number().int().openapi({
+      description: "The row's lasting id: the same for as long as its identity (source, key) is in the panel",
+      example: 17,
+    }),
     _key: z
       .string()
       .openapi({ description: 'The record key (with its position path in a ViewDefinition panel)', example: 'Patient/17' }),
