@@ -24,11 +24,16 @@ export interface MemberView {
   /** The view's row query and columns as text: a stored `membership_key` that differs means re-evaluate. */
   key: string
   storedKey: string | null
-  /** The condition over `r` (cohort rule and every filter); null when the query no longer compiles. */
+  /**
+   * The condition over `r` (cohort rule and every filter) with the virtual columns as of when the
+   * panel was loaded; null when the query no longer compiles. Writes use `whereAt`.
+   */
   where: SQL | null
+  /** The same condition with the virtual columns (`_overdue`, an expired claim, …) as of `now`: a write's time. */
+  whereAt: (now: string) => SQL | null
   /** `[[name, column id | '_id' | '_key' | '_source' | '_errors' | virtual column name], …]`: how the row is shaped (JSON text). */
   shape: string
-  /** What the shape's virtual columns are computed with. */
+  /** What the shape's virtual columns are computed with (a write puts its own time in `now`). */
   clock: WorkClock
 }
 
@@ -100,7 +105,8 @@ export async function loadPanelMembership(
   const real = panelColumnsOf(
     columnRows.map((c) => ({ id: c.id, name: c.name, type: c.type, columnType: c.column_type as never, formula: c.formula })),
   )
-  // The work state's virtual columns as of this write (docs/worklist.md "Time moves rows").
+  // The work state's virtual columns as of now; a write compiles them at its own time (`whereAt`,
+  // docs/worklist.md "Time moves rows").
   const columns = { list: real.list, byName: withVirtual(real.byName, clock) }
   if (patched) {
     const at = viewRows.findIndex((v) => Number(v.id) === patched.id)
@@ -118,10 +124,16 @@ export async function loadPanelMembership(
   const byId = new Map(viewRows.map((v) => [Number(v.id), v]))
   const views = viewRows.map((v): MemberView => {
     const chain = copyChain(v, byId)
-    const issues: FilterIssue[] = []
-    const cohort = resolveCohortRule(cohortRule, columns.byName, issues)
-    // `@me` in a view's filters is its owner: the view's events are computed as for them.
-    const filters = chain.map((f, i) => resolveFilters(meInFilters(f, v.user_id), columns.byName, `filters[${i}]`, issues))
+    // The condition with the virtual columns as of `now`; `@me` in a view's filters is its owner:
+    // the view's events are computed as for them.
+    const condition = (now: string): { where: SQL; issues: FilterIssue[] } => {
+      const issues: FilterIssue[] = []
+      const lookup = now === clock.now ? columns.byName : withVirtual(real.byName, { ...clock, now })
+      const cohort = resolveCohortRule(cohortRule, lookup, issues)
+      const filters = chain.map((f, i) => resolveFilters(meInFilters(f, v.user_id), lookup, `filters[${i}]`, issues))
+      return { where: sql.join([filterSql(cohort), ...filters.map(filterSql)], sql` AND `), issues }
+    }
+    const { where, issues } = condition(clock.now)
     const shown = shownColumns(columns.list, chain.length, v, byId, (name) => virtualColumn(name, clock))
     // `rows: 2`: rows carry `_key` and their lasting `_id` (docs/worklist.md); older memberships are evaluated afresh.
     const query = { rows: 2, cohortRule, filters: chain, shown: shown.map((c) => [c.id, c.name, c.kind]) }
@@ -133,7 +145,8 @@ export async function loadPanelMembership(
       name: v.name,
       key: hashText(key),
       storedKey: v.membership_key,
-      where: issues.length > 0 ? null : sql.join([filterSql(cohort), ...filters.map(filterSql)], sql` AND `),
+      where: issues.length > 0 ? null : where,
+      whereAt: (now) => (issues.length > 0 ? null : now === clock.now ? where : condition(now).where),
       shape: JSON.stringify([
         ['_id', '_id'],
         ['_key', '_key'],

@@ -79,10 +79,10 @@ export function resetStatements(
   const statements = [
     sql`DELETE FROM view_members WHERE view_id = ${view.id} AND ${unchanged}`,
     sql`INSERT INTO view_members (view_id, data_source_id, key, tenant_id, panel_id, row_id, row)
-      SELECT ${view.id}, r.data_source_id, r.key, r.tenant_id, r.panel_id, r.row_id, ${rowJson(view)}
+      SELECT ${view.id}, r.data_source_id, r.key, r.tenant_id, r.panel_id, r.row_id, ${rowJson(view, write.at)}
       FROM records r JOIN data_sources s ON s.id = r.data_source_id AND s.tenant_id = ${membership.tenantId}
       WHERE r.tenant_id = ${membership.tenantId} AND r.panel_id = ${sql.raw(String(membership.panelId))}
-        AND r.generation = s.current_generation AND ${unchanged} AND ${view.where}`,
+        AND r.generation = s.current_generation AND ${unchanged} AND ${view.whereAt(write.at)}`,
   ]
   if (announce) {
     statements.push(
@@ -135,11 +135,11 @@ export const writeToken = () => crypto.randomUUID()
  * any width stays one expression): `_id`, `_source`, `_errors` when there are any, then each
  * column's cell (null when absent).
  */
-function rowJson(view: Pick<MemberView, 'shape' | 'clock'>): SQL {
-  // The virtual columns the view shows (docs/worklist.md), as GET answers them (booleans as JSON).
+function rowJson(view: Pick<MemberView, 'shape' | 'clock'>, now: string): SQL {
+  // The virtual columns the view shows (docs/worklist.md), as GET answers them (booleans as JSON), at the write's time.
   const shown = (JSON.parse(view.shape) as [string, string | number][]).map(([, id]) => id)
   const virtual = VIRTUAL_NAMES.filter((name) => shown.includes(name)).map((name) => {
-    const column = virtualColumn(name, view.clock) as ColumnRef
+    const column = virtualColumn(name, { ...view.clock, now }) as ColumnRef
     const value = virtualSql(column)
     return sql`WHEN ${name} THEN ${column.kind === 'boolean' ? sql`json(CASE WHEN ${value} THEN 'true' ELSE 'false' END)` : value}`
   })
@@ -158,14 +158,15 @@ const currentRecord = (alias: string) =>
 function moveStatements(membership: PanelMembership, view: MemberView, write: RowWrite): SQL[] {
   const unchanged = sql`EXISTS (SELECT 1 FROM views WHERE id = ${view.id} AND membership_key IS ${view.key})`
   const panel = sql.raw(String(membership.panelId))
+  const where = view.whereAt(write.at)
   return [
     // Each row built and compared once (MATERIALIZED), whatever the planner would inline.
     sql`WITH x AS MATERIALIZED (
-        SELECT r.row_id AS id, r.data_source_id, r.key, ${rowJson(view)} AS row, m.row AS member_row, m.row_id AS member_id
+        SELECT r.row_id AS id, r.data_source_id, r.key, ${rowJson(view, write.at)} AS row, m.row AS member_row, m.row_id AS member_id
         FROM pending_changes c
         JOIN records r ON ${currentRecord('c')}
         LEFT JOIN view_members m ON m.view_id = ${view.id} AND m.data_source_id = r.data_source_id AND m.key = r.key
-        WHERE c.token = ${write.token} AND c.view_id = 0 AND r.panel_id = ${panel} AND ${unchanged} AND ${view.where}),
+        WHERE c.token = ${write.token} AND c.view_id = 0 AND r.panel_id = ${panel} AND ${unchanged} AND ${where}),
       y AS MATERIALIZED (
         SELECT x.data_source_id, x.key, x.id, x.row,
           CASE WHEN x.member_row IS NULL THEN 'entered'
@@ -179,7 +180,7 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
       FROM pending_changes c
       JOIN view_members m ON m.view_id = ${view.id} AND m.data_source_id = c.data_source_id AND m.key = c.key
       WHERE c.token = ${write.token} AND c.view_id = 0 AND ${unchanged}
-        AND NOT EXISTS (SELECT 1 FROM records r WHERE ${currentRecord('m')} AND r.panel_id = ${panel} AND ${view.where})`,
+        AND NOT EXISTS (SELECT 1 FROM records r WHERE ${currentRecord('m')} AND r.panel_id = ${panel} AND ${where})`,
   ]
 }
 

@@ -121,3 +121,13 @@ export function workChangeStatements(change: {
 export const capturedSelect = (token: string): SQL =>
   sql`SELECT p.row_id AS id, ${workStateJson('i')} AS work FROM pending_changes p JOIN row_identities i ON i.id = p.row_id
     WHERE p.token = ${token} AND p.view_id = ${CAPTURED} ORDER BY p.row_id`
+
+/**
+ * The statements that remove a data source's identities with their work and comments, in the batch
+ * that deletes the source: the foreign keys' cascade is a safety net only (docs/runtimes.md
+ * "Connection state"), so a connection without them leaves no orphan either.
+ */
+export const sourceIdentitiesRemoval = (dataSourceId: number): SQL[] => [
+  sql`DELETE FROM row_comments WHERE row_id IN (SELECT id FROM row_identities WHERE data_source_id = ${dataSourceId})`,
+  sql`DELETE FROM row_identities WHERE data_source_id = ${dataSourceId}`,
+]

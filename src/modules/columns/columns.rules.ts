@@ -9,6 +9,7 @@ import {
 } from '../../engine/formula/index.ts'
 import type { FieldIssue } from '../../errors.ts'
 import { conflict, formulaError, invalid } from '../../errors.ts'
+import { isVirtualName, VIRTUAL_NAMES } from '../../rowstore/query/virtual.ts'
 import type { ColumnRow, UpdateColumnInput } from './columns.schemas.ts'
 
 /**
@@ -28,14 +29,26 @@ export async function assertFhirPath(expression: string) {
   throw invalid([{ path: 'fhirPath', message: problem.message }], problem.message)
 }
 
-/** Names are unique within a panel (the docs are silent), so a `{Name}` reference names one column. */
+/**
+ * Names are unique within a panel (the docs are silent), so a `{Name}` reference names one column;
+ * and none is the name of a virtual column of the work state (`_status`, …; docs/worklist.md),
+ * which a column of that name would hide from every filter, sort and view: a 400.
+ */
 export function assertUniqueName(existing: ColumnRow[], name: string, panelId: number) {
+  assertNotVirtualName(name, 'name')
   const clash = existing.find((c) => c.name === name)
   if (clash) {
     throw conflict(`A column named "${name}" already exists in panel ${panelId}; column names must be unique within a panel`, [
       { id: clash.id, name: clash.name },
     ])
   }
+}
+
+/** 400 when `name` is a virtual column's (`path` names the field that gave it). */
+export function assertNotVirtualName(name: string, path: string) {
+  if (!isVirtualName(name)) return
+  const message = `'${name}' is the name of a virtual column of the work state (${VIRTUAL_NAMES.join(', ')}); choose another name`
+  throw invalid([{ path, message }], message)
 }
 
 /** Calculated columns whose formula references `name`. */

@@ -41,7 +41,7 @@ export async function formulaContext(ctx: ServiceContext, panelId: number): Prom
 
 /** Rows a panel preview evaluates against: the first rows of the panel, current generations only. */
 const PREVIEW_ROWS = (ctx: ServiceContext, panelId: number, limit: number) => sql`
-  SELECT r.id, r.data, r.cells FROM records r
+  SELECT r.row_id, r.data, r.cells FROM records r
   JOIN data_sources s ON s.id = r.data_source_id AND s.current_generation = r.generation
   WHERE r.tenant_id = ${ctx.scope.tenantId} AND r.panel_id = ${panelId}
   ORDER BY r.id LIMIT ${limit}`
@@ -69,7 +69,9 @@ export async function previewFormula(ctx: ServiceContext, input: PreviewInput) {
   await loadFhirPathEngineFor(fhirPaths)
   const compiled = compileFormula(input.formula, { columns: cols })
   if (compiled.errors.length > 0) return { returnType: compiled.returnType, errors: compiled.errors }
-  const rows = await ctx.db.all<{ id: number; data: string; cells: string | null }>(PREVIEW_ROWS(ctx, input.panelId, input.limit))
+  const rows = await ctx.db.all<{ row_id: number; data: string; cells: string | null }>(
+    PREVIEW_ROWS(ctx, input.panelId, input.limit),
+  )
   noteAccess(ctx, { rowCount: rows.length })
   const records = rows.map((r) => JSON.parse(r.data) as object)
   await loadFhirPathEngineFor(fhirPaths, records)
@@ -77,7 +79,8 @@ export async function previewFormula(ctx: ServiceContext, input: PreviewInput) {
     const stored = r.cells ? (JSON.parse(r.cells) as Record<string, unknown>) : {}
     const cells = Object.fromEntries(cols.map((c) => [c.name, stored[String(c.id)] ?? null]))
     const { value, error } = compiled.evaluate({ cells, record: records[i] }, now)
-    return { _id: r.id, value, ...(error ? { error } : {}) }
+    // Named as the rows endpoints name the row: its lasting `_id` (docs/worklist.md "Row identity").
+    return { _id: Number(r.row_id), value, ...(error ? { error } : {}) }
   })
   return { returnType: compiled.returnType, values }
 }

@@ -1,6 +1,7 @@
 import { and, eq, inArray } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
 import { columns, type FilterCriterion } from '../../db/schema.ts'
+import type { ColumnRef } from '../../engine/filters/resolve.ts'
 import { type FieldIssue, forbidden, invalid } from '../../errors.ts'
 import { pushStream } from '../../http/push-stream.ts'
 import { rowBatches } from '../../rowstore/query/run.ts'
@@ -117,8 +118,11 @@ function dateFilter(range: DateRange, visible: { name: string; kind: string }[])
   return { columnTitle, operator: 'lessThanOrEqual', value: range.end }
 }
 
-/** The exported columns with their declared types and, for calculated ones, their formulas. */
-async function withFormulas(ctx: ServiceContext, visible: { id: number; name: string }[]): Promise<ExportColumn[]> {
+/**
+ * The exported columns with their declared types and, for calculated ones, their formulas; a
+ * virtual column of the work state (docs/worklist.md) has its kind as its type (`_dueAt` a datetime).
+ */
+async function withFormulas(ctx: ServiceContext, visible: ColumnRef[]): Promise<ExportColumn[]> {
   if (visible.length === 0) return []
   const rows = await ctx.db
     .select({ id: columns.id, type: columns.type, formula: columns.formula })
@@ -133,7 +137,11 @@ async function withFormulas(ctx: ServiceContext, visible: { id: number; name: st
       ),
     )
   const byId = new Map(rows.map((r) => [r.id, r]))
-  return visible.map((c) => ({ name: c.name, type: byId.get(c.id)?.type ?? 'text', formula: byId.get(c.id)?.formula ?? null }))
+  return visible.map((c) => ({
+    name: c.name,
+    type: byId.get(c.id)?.type ?? (c.virtual ? c.kind : 'text'),
+    formula: byId.get(c.id)?.formula ?? null,
+  }))
 }
 
 const slug = (name: string) =>

@@ -2,6 +2,7 @@ import { loadFhirPathEngineFor } from '../../engine/fhirpath/engine.ts'
 import { type CompiledFormula, compileFormula, formulaFhirPaths } from '../../engine/formula/index.ts'
 import { type FieldIssue, invalid } from '../../errors.ts'
 import { evaluatePath } from '../../lib/formats/json-path.ts'
+import { isVirtualName } from '../../rowstore/query/virtual.ts'
 import { DEFAULT_IMPORT_BATCH, type ImportConfig } from './rows.import.schemas.ts'
 
 type Row = Record<string, unknown>
@@ -54,6 +55,11 @@ export async function prepareImport(config: ImportConfig, columns: PanelColumn[]
     const column = byName.get(target)
     if (column?.columnType === 'calculated') {
       issues.push({ path: `${at}.targetColumn`, message: `'${target}' is a calculated column; imports fill base columns` })
+    } else if (!column && isVirtualName(target)) {
+      issues.push({
+        path: `${at}.targetColumn`,
+        message: `'${target}' is a virtual column of the work state; imports fill base columns`,
+      })
     } else if (!column && !config.options.createColumns) {
       issues.push({
         path: `${at}.targetColumn`,

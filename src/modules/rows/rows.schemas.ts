@@ -53,7 +53,13 @@ export type RowsQueryInput = z.infer<typeof RowsQuery>
 
 const Row = z
   .object({
-    _id: z.number().int().openapi({ description: 'The record id', example: 17 }),
+    _id: z.number().int().openapi({
+      description: "The row's lasting id: the same for as long as its identity (source, key) is in the panel",
+      example: 17,
+    }),
+    _key: z
+      .string()
+      .openapi({ description: 'The record key (with its position path in a ViewDefinition panel)', example: 'Patient/17' }),
     _source: z.number().int().openapi({ description: 'The data source id', example: 2 }),
     _errors: z
       .array(z.object({ column: z.string(), code: z.string(), message: z.string() }))
@@ -61,7 +67,7 @@ const Row = z
       .openapi({ description: 'Why cells of this row are blank or invalid' }),
   })
   .catchall(z.unknown())
-  .openapi('Row', { example: { _id: 17, _source: 2, Name: 'Ada Lovelace', Age: 36 } })
+  .openapi('Row', { example: { _id: 17, _key: 'Patient/17', _source: 2, Name: 'Ada Lovelace', Age: 36 } })
 
 const Link = z.string().nullable()
 

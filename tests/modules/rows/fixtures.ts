@@ -75,7 +75,7 @@ export interface RowsWorld {
   panelId: number
   sourceId: number
   columns: Record<string, number>
-  /** Row id (`_id`) by patient id. */
+  /** Row id (`_id`, the row's lasting identity) by patient id. */
   ids: Record<string, number>
 }
 

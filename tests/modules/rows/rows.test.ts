@@ -63,8 +63,8 @@ describe('GET /api/panels/{panelId}/rows', () => {
     await w.t.client.execute({
       sql: `INSERT INTO records (tenant_id, panel_id, data_source_id, generation, key, data, cells, cells_version, created_at, updated_at)
             SELECT tenant_id, panel_id, data_source_id, generation + 1, 'ghost', '{}', json_object(?, 'Ghost'), cells_version, ?, ?
-            FROM records WHERE id = ?`,
-      args: [String(w.columns.Name), now, now, w.ids.p1],
+            FROM records WHERE panel_id = ? AND key = 'p1'`,
+      args: [String(w.columns.Name), now, now, w.panelId],
     })
     const res = await panelRows({ filters: [{ columnTitle: 'Name', operator: 'equals', value: 'Ghost' }] })
     expect(res.body.data).toEqual([])
