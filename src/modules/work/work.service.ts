@@ -1,6 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
-import { conflict, forbidden, invalid, notFound, preconditionFailed } from '../../errors.ts'
+import { conflict, invalid, notFound, permissionDenied, preconditionFailed } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { cell } from '../../rowstore/query/filter-sql.ts'
 import { type RecordRow, type Row, toRow } from '../../rowstore/query/row-shape.ts'
@@ -42,8 +42,8 @@ export async function patchWork(
   ifMatch: number | undefined,
 ): Promise<WorkedRow> {
   const access = await openRows(ctx, path)
-  requireRowPermission(access, 'edit', 'change the work state of its rows')
   const record = await findRow(ctx, access, rowId)
+  requireRowPermission(access, 'edit', 'change the work state of its rows')
   const now = isoNow(ctx.clock)
   const workflow = workflowOf(access.panel.workflow)
   const issues: { path: string; message: string }[] = []
@@ -60,11 +60,7 @@ export async function patchWork(
   if (ifMatch !== undefined && ifMatch !== current.version) {
     throw preconditionFailed(`The row's work state is at version ${current.version}, not ${ifMatch}`, current)
   }
-  if (patch.assignee !== undefined && !isManager(access)) {
-    const holds = current.assignee === ctx.scope.userId
-    const allowed = patch.assignee === ctx.scope.userId || (patch.assignee === null && (holds || current.assignee === null))
-    if (!allowed) throw forbidden('Only a manager may assign a row to someone else or unassign another user’s claim')
-  }
+  if (patch.assignee !== undefined && !isManager(access)) requireOwnAssignment(ctx, current, patch.assignee, now)
   const set: SQL[] = []
   if (patch.status !== undefined && patch.status !== current.status) set.push(sql`status = ${patch.status}`)
   if (patch.dueAt !== undefined && instant(patch.dueAt) !== current.dueAt) set.push(sql`due_at = ${instant(patch.dueAt)}`)
@@ -93,8 +89,8 @@ export async function patchWork(
 /** `POST {rows}/{rowId}/claim`: the caller takes the row unless someone else holds it unexpired (409 naming them). */
 export async function claimRow(ctx: ServiceContext, path: RowsPath, rowId: number, leaseSeconds?: number): Promise<WorkedRow> {
   const access = await openRows(ctx, path)
-  requireRowPermission(access, 'edit', 'claim its rows')
   const record = await findRow(ctx, access, rowId)
+  requireRowPermission(access, 'edit', 'claim its rows')
   noteRead(ctx, access)
   const now = ctx.clock.now()
   const at = now.toISOString()
@@ -123,8 +119,8 @@ export async function claimRow(ctx: ServiceContext, path: RowsPath, rowId: numbe
 /** `POST {rows}/{rowId}/release`: the holder or a manager frees the row; anyone else gets 403. */
 export async function releaseRow(ctx: ServiceContext, path: RowsPath, rowId: number): Promise<WorkedRow> {
   const access = await openRows(ctx, path)
-  requireRowPermission(access, 'edit', 'release its rows')
   const record = await findRow(ctx, access, rowId)
+  requireRowPermission(access, 'edit', 'release its rows')
   const at = isoNow(ctx.clock)
   const me = ctx.scope.userId
   const manager = isManager(access)
@@ -139,7 +135,7 @@ export async function releaseRow(ctx: ServiceContext, path: RowsPath, rowId: num
   if (changed.length > 0) return worked(access, record, changed[0])
   const current = await workState(ctx, rowId)
   if (current.assignee === null) return worked(access, record, current)
-  throw forbidden(`Row ${rowId} is held by ${current.assignee}: only they or a manager may release it`)
+  throw permissionDenied('manage', `release row ${rowId}, held by ${current.assignee}`)
 }
 
 /**
@@ -183,10 +179,23 @@ export const etagOf = (work: Pick<WorkStateDto, 'version'>) => `"${work.version}
 
 // --- Internal helpers ---
 
-function worked(access: RowsAccess, record: RecordRow, work: WorkStateDto): WorkedRow {
+function worked(access: RowsAccess, record: RecordRow, state: WorkStateDto & { rowId?: number }): WorkedRow {
   // The row as the path shows it; its work copy is the state just read or written.
+  const { rowId: _, ...work } = state
   const row = toRow({ ...record, work: JSON.stringify(work) }, access.rows.visible)
   return { row: { ...row, _work: work }, etag: etagOf(work) }
+}
+
+/**
+ * Without `manage` a caller may set `assignee` only to themselves while nobody else holds the row
+ * unexpired, or to null while they hold it (or nobody does); anything else is a 403 naming `manage`.
+ */
+function requireOwnAssignment(ctx: ServiceContext, current: WorkStateDto, assignee: string | null, now: string) {
+  const me = ctx.scope.userId
+  const heldByOther =
+    current.assignee !== null && current.assignee !== me && (current.claimExpiresAt === null || current.claimExpiresAt > now)
+  if (heldByOther) throw permissionDenied('manage', `take row from ${current.assignee}, who holds it`)
+  if (assignee !== null && assignee !== me) throw permissionDenied('manage', 'assign a row to someone else')
 }
 
 function noteRead(ctx: ServiceContext, access: RowsAccess, rowCount = 1) {
