@@ -54,8 +54,9 @@ const patchRoute = (shape: Shape) =>
     tags: tagsOf(shape),
     summary: 'Changes a row’s status, assignee, due date or snooze',
     description:
-      'Needs `edit`; assigning someone else needs `manage`. With `If-Match: "<version>"` only while the state is at that version: a stale one is a 412 `PRECONDITION_FAILED` with the current state in `details`.',
+      'Needs `edit`; assigning someone else needs `manage`. With `If-Match: "<version>"` only while the state is at that version: a stale one is a 412 `PRECONDITION_FAILED` with the current state in `details`. Answers the row: recorded in the read audit.',
     security: bearer,
+    middleware: auditAccess('read', shape),
     request: { params: paramsOf(shape), query: TenantQuery, headers: IfMatch, body: body(WorkPatchBody) },
     responses: {
       200: rowAnswer('The row with its new work state'),
@@ -84,7 +85,10 @@ const releaseRoute = (shape: Shape) =>
     path: `${prefix(shape)}/release`,
     tags: tagsOf(shape),
     summary: 'Releases a claim (the holder, or a manager)',
+    description:
+      'Needs `edit`; releasing someone else’s claim needs `manage` (403). Answers the row: recorded in the read audit.',
     security: bearer,
+    middleware: auditAccess('read', shape),
     request: {
       params: paramsOf(shape),
       query: TenantQuery,

@@ -29,7 +29,7 @@ export interface WorkedRow {
 export async function getRow(ctx: ServiceContext, path: RowsPath, rowId: number): Promise<WorkedRow> {
   const access = await openRows(ctx, path)
   const record = await findRow(ctx, access, rowId)
-  noteRead(ctx, access)
+  noteRead(ctx, access, rowId)
   return worked(access, record, await workState(ctx, rowId))
 }
 
@@ -69,7 +69,10 @@ export async function patchWork(
     // Assigned by hand: held until released; unassigned: no claim.
     set.push(sql`assignee = ${patch.assignee}, claimed_at = ${patch.assignee === null ? null : now}, claim_expires_at = NULL`)
   }
-  if (set.length === 0) return worked(access, record, current)
+  if (set.length === 0) {
+    noteRead(ctx, access, rowId)
+    return worked(access, record, current)
+  }
   // The status must still be one of the workflow's as it is written (a workflow change may race).
   const statusHolds = patch.status === undefined ? sql`1` : sql`${patch.status} IN (${statusesSql(access.panel.id)})`
   const changed = await applyWork(ctx, {
@@ -83,6 +86,7 @@ export async function patchWork(
     const latest = await workState(ctx, rowId)
     throw preconditionFailed('The row’s work state changed meanwhile; read it again', latest)
   }
+  noteRead(ctx, access, rowId)
   return worked(access, record, changed[0])
 }
 
@@ -91,7 +95,6 @@ export async function claimRow(ctx: ServiceContext, path: RowsPath, rowId: numbe
   const access = await openRows(ctx, path)
   const record = await findRow(ctx, access, rowId)
   requireRowPermission(access, 'edit', 'claim its rows')
-  noteRead(ctx, access)
   const now = ctx.clock.now()
   const at = now.toISOString()
   const me = ctx.scope.userId
@@ -113,6 +116,7 @@ export async function claimRow(ctx: ServiceContext, path: RowsPath, rowId: numbe
       claimExpiresAt: holder.claimExpiresAt,
     })
   }
+  noteRead(ctx, access, rowId)
   return worked(access, record, changed[0])
 }
 
@@ -132,9 +136,15 @@ export async function releaseRow(ctx: ServiceContext, path: RowsPath, rowId: num
     cause: 'release',
     at,
   })
-  if (changed.length > 0) return worked(access, record, changed[0])
+  if (changed.length > 0) {
+    noteRead(ctx, access, rowId)
+    return worked(access, record, changed[0])
+  }
   const current = await workState(ctx, rowId)
-  if (current.assignee === null) return worked(access, record, current)
+  if (current.assignee === null) {
+    noteRead(ctx, access, rowId)
+    return worked(access, record, current)
+  }
   throw permissionDenied('manage', `release row ${rowId}, held by ${current.assignee}`)
 }
 
@@ -159,9 +169,12 @@ export async function nextRow(ctx: ServiceContext, viewId: number, leaseSeconds?
     cause: 'next',
     at,
   })
-  noteRead(ctx, access, changed.length)
-  if (changed.length === 0) return undefined
+  if (changed.length === 0) {
+    noteRead(ctx, access)
+    return undefined
+  }
   const record = await findRow(ctx, access, changed[0].rowId)
+  noteRead(ctx, access, changed[0].rowId)
   return worked(access, record, changed[0])
 }
 
@@ -198,8 +211,10 @@ function requireOwnAssignment(ctx: ServiceContext, current: WorkStateDto, assign
   if (assignee !== null && assignee !== me) throw permissionDenied('manage', 'assign a row to someone else')
 }
 
-function noteRead(ctx: ServiceContext, access: RowsAccess, rowCount = 1) {
-  noteAccess(ctx, { panelId: access.panel.id, viewId: access.view?.row.id, rowCount })
+/** The read audit (docs/audit.md): the row answered (its `_id`), or none (`next` with nothing left). */
+function noteRead(ctx: ServiceContext, access: RowsAccess, rowId?: number) {
+  const read = rowId === undefined ? { rowCount: 0 } : { rowCount: 1, rowId }
+  noteAccess(ctx, { panelId: access.panel.id, viewId: access.view?.row.id, ...read })
 }
 
 /** An instant as stored: UTC with milliseconds. */
