@@ -3,7 +3,16 @@ import { invalid } from '../../errors.ts'
 import { ctxOf } from '../../http/auth.ts'
 import type { AppContext } from '../../http/context.ts'
 import { sendJson } from '../../http/response-headers.ts'
-import { bearer, conflictResponse, createRouter, errorResponses, json, PanelIdParam, TenantQuery } from '../../http/router.ts'
+import {
+  bearer,
+  conflictResponse,
+  createRouter,
+  ErrorBody,
+  errorResponses,
+  json,
+  PanelIdParam,
+  TenantQuery,
+} from '../../http/router.ts'
 import { auditAccess } from '../audit/audit.record.ts'
 import type { RowsPath } from './work.access.ts'
 import { LeaseBody, PanelRowParams, ViewRowParams, WorkedRow, Workflow, WorkflowBody, WorkPatchBody } from './work.schemas.ts'
@@ -60,7 +69,10 @@ const patchRoute = (shape: Shape) =>
     request: { params: paramsOf(shape), query: TenantQuery, headers: IfMatch, body: body(WorkPatchBody) },
     responses: {
       200: rowAnswer('The row with its new work state'),
-      412: json(z.object({ error: z.unknown() }), 'The work state is no longer at the If-Match version'),
+      412: json(
+        ErrorBody,
+        '`PRECONDITION_FAILED`: the work state is no longer at the If-Match version (`details`: the current state)',
+      ),
       ...errorResponses,
     },
   })
