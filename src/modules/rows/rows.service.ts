@@ -45,7 +45,7 @@ export async function listViewRows(
  * The request's row parameters, `assignee` made a filter: `me` (or `@me`) is `_assignee equals @me`
  * (the reader), any other value that user id. ANDed with the request's own filters.
  */
-export function rowParams(q: RowsQueryInput): RowParams {
+function rowParams(q: RowsQueryInput): RowParams {
   const { assignee, ...params } = q
   if (assignee === undefined) return params
   const value = assignee === 'me' ? '@me' : assignee
