@@ -14,6 +14,8 @@ export interface AccessNote {
   dataSourceId?: number
   rowCount?: number
   query?: Record<string, unknown>
+  /** The one row read, when the request reads one row by its `_id` (working the list): kept as `query.rowId`. */
+  rowId?: number
   /** The request read no stored row-level data (a ViewDefinition run over resources it sent): no record. */
   readsNothingStored?: boolean
 }

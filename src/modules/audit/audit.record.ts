@@ -121,7 +121,7 @@ function openEntry(c: AppContext, action: AccessAction, target: Target): AccessE
         viewId: entry.viewId ?? null,
         dataSourceId: entry.dataSourceId ?? null,
         rowCount: outcome === 'success' || outcome === 'cancelled' ? (entry.rowCount ?? 0) : 0,
-        query: entry.query ?? queryOf(url),
+        query: withRow(entry.query ?? queryOf(url), entry.rowId),
         path: url.pathname,
         requestId: meta.requestId,
         ip: meta.ipAddress ?? null,
@@ -171,6 +171,9 @@ function queryOf(url: URL): Record<string, unknown> {
   }
   return out
 }
+
+/** The query with the one row read (`rowId`), when the request read one row. */
+const withRow = (query: Record<string, unknown>, rowId: number | undefined) => (rowId === undefined ? query : { ...query, rowId })
 
 async function resolveInTenant(c: AppContext, entry: AccessEntry, target: 'panel' | 'view', id: number, tenantId: string) {
   if (target === 'panel' ? entry.panelId !== undefined : entry.viewId !== undefined) return

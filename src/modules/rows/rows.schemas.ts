@@ -47,6 +47,11 @@ export const RowsQuery = TenantQuery.extend({
     example: 'Family,Given',
   }),
   filters: FiltersParam.optional(),
+  assignee: z.string().min(1).max(255).optional().openapi({
+    description:
+      'Only rows assigned to this user: `me` (or `@me`) for the caller — shorthand for the filter `_assignee equals @me` — or a user id (compared exactly). ANDed with `filters`; an expired claim assigns nobody.',
+    example: 'me',
+  }),
 })
 
 export type RowsQueryInput = z.infer<typeof RowsQuery>

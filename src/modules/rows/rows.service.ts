@@ -1,6 +1,6 @@
 import type { ServiceContext } from '../../context.ts'
 import type { CohortRule } from '../../db/schema.ts'
-import { type PreparedRows, prepareRows } from '../../rowstore/query/prepare.ts'
+import { type PreparedRows, prepareRows, type RowParams } from '../../rowstore/query/prepare.ts'
 import { queryRowsPage } from '../../rowstore/query/run.ts'
 import { noteAccess } from '../audit/audit.record.ts'
 import { requirePanel } from '../panels/panels.service.ts'
@@ -24,7 +24,7 @@ export async function listPanelRows(
 ): Promise<RowsResponseDto> {
   const panel = await requirePanel(ctx, panelId)
   noteAccess(ctx, { panelId: panel.id })
-  const prepared = await prepareRows(ctx, { panel: { id: panel.id, cohortRule: panel.cohortRule as CohortRule } }, q)
+  const prepared = await prepareRows(ctx, { panel: { id: panel.id, cohortRule: panel.cohortRule as CohortRule } }, rowParams(q))
   return answer(ctx, prepared, q, url)
 }
 
@@ -38,7 +38,18 @@ export async function listViewRows(
   const view = await loadVisibleView(ctx, viewId)
   noteAccess(ctx, { panelId: view.row.panelId, viewId: view.row.id })
   requireViewPermission(view, 'read', 'read its rows')
-  return answer(ctx, await prepareViewRows(ctx, view.row, q, await rowLimitsFor(ctx, view)), q, url)
+  return answer(ctx, await prepareViewRows(ctx, view.row, rowParams(q), await rowLimitsFor(ctx, view)), q, url)
+}
+
+/**
+ * The request's row parameters, `assignee` made a filter: `me` (or `@me`) is `_assignee equals @me`
+ * (the reader), any other value that user id. ANDed with the request's own filters.
+ */
+function rowParams(q: RowsQueryInput): RowParams {
+  const { assignee, ...params } = q
+  if (assignee === undefined) return params
+  const value = assignee === 'me' ? '@me' : assignee
+  return { ...params, filters: [...(params.filters ?? []), { columnTitle: '_assignee', operator: 'equals', value }] }
 }
 
 /** `meta` and `links` of a page (pages ≥ 1; a page past the end is empty, with prev pointing back). */

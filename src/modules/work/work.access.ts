@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
 import type { CohortRule, Workflow } from '../../db/schema.ts'
-import { notFound, permissionDenied } from '../../errors.ts'
+import { forbidden, notFound, permissionDenied } from '../../errors.ts'
 import { type PreparedRows, prepareRows } from '../../rowstore/query/prepare.ts'
 import { type RecordRow, recordColumns } from '../../rowstore/query/row-shape.ts'
 import { loadWorkflow } from '../../rowstore/workflow.ts'
@@ -9,7 +9,7 @@ import { requirePanel } from '../panels/panels.service.ts'
 import type { ViewPermission } from '../views/views.access.ts'
 import { prepareViewRows } from '../views/views.query.ts'
 import { rowLimitsFor } from '../views/views.rows-scope.ts'
-import { type LoadedView, loadVisibleView } from '../views/views.service.ts'
+import { type LoadedView, loadVisibleView, requireViewPermission } from '../views/views.service.ts'
 
 /**
  * Who may do what with a row (WORKLIST.md §3, docs/worklist.md "Who may do what"). A row is
@@ -41,7 +41,8 @@ export async function openRows(ctx: ServiceContext, path: RowsPath): Promise<Row
     return { panel: panelOf(panel, workflow), full: true, permissions: ALL, rows }
   }
   const view = await loadVisibleView(ctx, path.viewId)
-  if (!view.access.permissions.has('read')) throw notFound('View', path.viewId, ctx.scope.tenantId)
+  // As GET …/rows: a view seen without `read` shows no row (403 naming it, before any row is looked up).
+  requireViewPermission(view, 'read', 'read its rows')
   const owner = await requirePanelRecord(ctx, view.row.panelId)
   const full = ctx.scope.isAdmin || owner.userId === ctx.scope.userId
   const rows = await prepareViewRows(ctx, view.row, {}, await rowLimitsFor(ctx, view))
@@ -88,12 +89,17 @@ async function requirePanelRecord(ctx: ServiceContext, panelId: number): Promise
   )
 }
 
+/** Copies of copies are followed this deep (as views.rows-scope.ts does for their rows). */
+const MAX_COPY_DEPTH = 5
+
 /**
- * What a reader who does not own the panel may do with its rows: the view's permissions; for a
- * copy (made with `create`), those of the view it was copied from — a copy gives no more than its source.
+ * What a reader who does not own the panel may do with its rows: what the view's sharing gives
+ * them, and for a copy (made with `create`) no more than the view it was copied from gives them
+ * too — every step of a chain of copies, so a copy published again never widens its source.
  */
-async function sharedPermissions(ctx: ServiceContext, view: LoadedView): Promise<ReadonlySet<ViewPermission>> {
+async function sharedPermissions(ctx: ServiceContext, view: LoadedView, depth = 0): Promise<ReadonlySet<ViewPermission>> {
   if (view.row.sourceViewId === null) return view.access.permissions
-  const source = await loadVisibleView(ctx, view.row.sourceViewId)
-  return source.access.permissions
+  if (depth >= MAX_COPY_DEPTH) throw forbidden(`View ${view.row.id} is a copy of a copy more than ${MAX_COPY_DEPTH} deep`)
+  const above = await sharedPermissions(ctx, await loadVisibleView(ctx, view.row.sourceViewId), depth + 1)
+  return new Set([...view.access.permissions].filter((p) => above.has(p)))
 }

@@ -3,7 +3,16 @@ import { invalid } from '../../errors.ts'
 import { ctxOf } from '../../http/auth.ts'
 import type { AppContext } from '../../http/context.ts'
 import { sendJson } from '../../http/response-headers.ts'
-import { bearer, conflictResponse, createRouter, errorResponses, json, PanelIdParam, TenantQuery } from '../../http/router.ts'
+import {
+  bearer,
+  conflictResponse,
+  createRouter,
+  ErrorBody,
+  errorResponses,
+  json,
+  PanelIdParam,
+  TenantQuery,
+} from '../../http/router.ts'
 import { auditAccess } from '../audit/audit.record.ts'
 import type { RowsPath } from './work.access.ts'
 import { LeaseBody, PanelRowParams, ViewRowParams, WorkedRow, Workflow, WorkflowBody, WorkPatchBody } from './work.schemas.ts'
@@ -54,12 +63,16 @@ const patchRoute = (shape: Shape) =>
     tags: tagsOf(shape),
     summary: 'Changes a row’s status, assignee, due date or snooze',
     description:
-      'Needs `edit`; assigning someone else needs `manage`. With `If-Match: "<version>"` only while the state is at that version: a stale one is a 412 `PRECONDITION_FAILED` with the current state in `details`.',
+      'Needs `edit`; assigning someone else needs `manage`. With `If-Match: "<version>"` only while the state is at that version: a stale one is a 412 `PRECONDITION_FAILED` with the current state in `details`. Answers the row: recorded in the read audit.',
     security: bearer,
+    middleware: auditAccess('read', shape),
     request: { params: paramsOf(shape), query: TenantQuery, headers: IfMatch, body: body(WorkPatchBody) },
     responses: {
       200: rowAnswer('The row with its new work state'),
-      412: json(z.object({ error: z.unknown() }), 'The work state is no longer at the If-Match version'),
+      412: json(
+        ErrorBody,
+        '`PRECONDITION_FAILED`: the work state is no longer at the If-Match version (`details`: the current state)',
+      ),
       ...errorResponses,
     },
   })
@@ -84,7 +97,10 @@ const releaseRoute = (shape: Shape) =>
     path: `${prefix(shape)}/release`,
     tags: tagsOf(shape),
     summary: 'Releases a claim (the holder, or a manager)',
+    description:
+      'Needs `edit`; releasing someone else’s claim needs `manage` (403). Answers the row: recorded in the read audit.',
     security: bearer,
+    middleware: auditAccess('read', shape),
     request: {
       params: paramsOf(shape),
       query: TenantQuery,

@@ -16,6 +16,17 @@ export const ViewRowParams = z.object({ id: positiveId('id'), rowId: positiveId(
 /** An instant: ISO 8601 with a time zone (`Z` or an offset), answered as UTC with milliseconds. */
 const Instant = z.iso.datetime({ offset: true }).openapi({ example: '2026-12-01T09:00:00.000Z' })
 
+/**
+ * A user id as an assignee: 1–255 characters, none of them a control character, not padded with
+ * spaces (a user id a token could carry; stored and answered exactly as given).
+ */
+const Assignee = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^[^\p{Cc}\s](?:[^\p{Cc}]*[^\p{Cc}\s])?$/u, 'a user id: no control characters, no leading or trailing spaces')
+  .openapi({ description: 'A user id of the tenant (only yourself without `manage`); null unassigns', example: 'user-456' })
+
 export const WorkState = z
   .object({
     status: z.string().openapi({ example: 'in_progress' }),
@@ -47,7 +58,7 @@ export const WorkPatchBody = z
   .object({
     ...TenantBody,
     status: z.string().min(1).max(100).optional().openapi({ description: 'One of the panel workflow’s statuses' }),
-    assignee: z.string().min(1).max(255).nullable().optional(),
+    assignee: Assignee.nullable().optional(),
     dueAt: Instant.nullable().optional(),
     snoozedUntil: Instant.nullable().optional().openapi({ description: 'In the future; null ends a snooze' }),
   })

@@ -1,6 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
-import { conflict, forbidden, invalid, notFound, preconditionFailed } from '../../errors.ts'
+import { conflict, invalid, notFound, permissionDenied, preconditionFailed } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { cell } from '../../rowstore/query/filter-sql.ts'
 import { type RecordRow, type Row, toRow } from '../../rowstore/query/row-shape.ts'
@@ -29,7 +29,7 @@ export interface WorkedRow {
 export async function getRow(ctx: ServiceContext, path: RowsPath, rowId: number): Promise<WorkedRow> {
   const access = await openRows(ctx, path)
   const record = await findRow(ctx, access, rowId)
-  noteRead(ctx, access)
+  noteRead(ctx, access, rowId)
   return worked(access, record, await workState(ctx, rowId))
 }
 
@@ -42,8 +42,8 @@ export async function patchWork(
   ifMatch: number | undefined,
 ): Promise<WorkedRow> {
   const access = await openRows(ctx, path)
-  requireRowPermission(access, 'edit', 'change the work state of its rows')
   const record = await findRow(ctx, access, rowId)
+  requireRowPermission(access, 'edit', 'change the work state of its rows')
   const now = isoNow(ctx.clock)
   const workflow = workflowOf(access.panel.workflow)
   const issues: { path: string; message: string }[] = []
@@ -60,11 +60,7 @@ export async function patchWork(
   if (ifMatch !== undefined && ifMatch !== current.version) {
     throw preconditionFailed(`The row's work state is at version ${current.version}, not ${ifMatch}`, current)
   }
-  if (patch.assignee !== undefined && !isManager(access)) {
-    const holds = current.assignee === ctx.scope.userId
-    const allowed = patch.assignee === ctx.scope.userId || (patch.assignee === null && (holds || current.assignee === null))
-    if (!allowed) throw forbidden('Only a manager may assign a row to someone else or unassign another user’s claim')
-  }
+  if (patch.assignee !== undefined && !isManager(access)) requireOwnAssignment(ctx, current, patch.assignee, now)
   const set: SQL[] = []
   if (patch.status !== undefined && patch.status !== current.status) set.push(sql`status = ${patch.status}`)
   if (patch.dueAt !== undefined && instant(patch.dueAt) !== current.dueAt) set.push(sql`due_at = ${instant(patch.dueAt)}`)
@@ -73,7 +69,10 @@ export async function patchWork(
     // Assigned by hand: held until released; unassigned: no claim.
     set.push(sql`assignee = ${patch.assignee}, claimed_at = ${patch.assignee === null ? null : now}, claim_expires_at = NULL`)
   }
-  if (set.length === 0) return worked(access, record, current)
+  if (set.length === 0) {
+    noteRead(ctx, access, rowId)
+    return worked(access, record, current)
+  }
   // The status must still be one of the workflow's as it is written (a workflow change may race).
   const statusHolds = patch.status === undefined ? sql`1` : sql`${patch.status} IN (${statusesSql(access.panel.id)})`
   const changed = await applyWork(ctx, {
@@ -87,15 +86,15 @@ export async function patchWork(
     const latest = await workState(ctx, rowId)
     throw preconditionFailed('The row’s work state changed meanwhile; read it again', latest)
   }
+  noteRead(ctx, access, rowId)
   return worked(access, record, changed[0])
 }
 
 /** `POST {rows}/{rowId}/claim`: the caller takes the row unless someone else holds it unexpired (409 naming them). */
 export async function claimRow(ctx: ServiceContext, path: RowsPath, rowId: number, leaseSeconds?: number): Promise<WorkedRow> {
   const access = await openRows(ctx, path)
-  requireRowPermission(access, 'edit', 'claim its rows')
   const record = await findRow(ctx, access, rowId)
-  noteRead(ctx, access)
+  requireRowPermission(access, 'edit', 'claim its rows')
   const now = ctx.clock.now()
   const at = now.toISOString()
   const me = ctx.scope.userId
@@ -117,14 +116,15 @@ export async function claimRow(ctx: ServiceContext, path: RowsPath, rowId: numbe
       claimExpiresAt: holder.claimExpiresAt,
     })
   }
+  noteRead(ctx, access, rowId)
   return worked(access, record, changed[0])
 }
 
 /** `POST {rows}/{rowId}/release`: the holder or a manager frees the row; anyone else gets 403. */
 export async function releaseRow(ctx: ServiceContext, path: RowsPath, rowId: number): Promise<WorkedRow> {
   const access = await openRows(ctx, path)
-  requireRowPermission(access, 'edit', 'release its rows')
   const record = await findRow(ctx, access, rowId)
+  requireRowPermission(access, 'edit', 'release its rows')
   const at = isoNow(ctx.clock)
   const me = ctx.scope.userId
   const manager = isManager(access)
@@ -136,10 +136,16 @@ export async function releaseRow(ctx: ServiceContext, path: RowsPath, rowId: num
     cause: 'release',
     at,
   })
-  if (changed.length > 0) return worked(access, record, changed[0])
+  if (changed.length > 0) {
+    noteRead(ctx, access, rowId)
+    return worked(access, record, changed[0])
+  }
   const current = await workState(ctx, rowId)
-  if (current.assignee === null) return worked(access, record, current)
-  throw forbidden(`Row ${rowId} is held by ${current.assignee}: only they or a manager may release it`)
+  if (current.assignee === null) {
+    noteRead(ctx, access, rowId)
+    return worked(access, record, current)
+  }
+  throw permissionDenied('manage', `release row ${rowId}, held by ${current.assignee}`)
 }
 
 /**
@@ -163,9 +169,12 @@ export async function nextRow(ctx: ServiceContext, viewId: number, leaseSeconds?
     cause: 'next',
     at,
   })
-  noteRead(ctx, access, changed.length)
-  if (changed.length === 0) return undefined
+  if (changed.length === 0) {
+    noteRead(ctx, access)
+    return undefined
+  }
   const record = await findRow(ctx, access, changed[0].rowId)
+  noteRead(ctx, access, changed[0].rowId)
   return worked(access, record, changed[0])
 }
 
@@ -183,14 +192,29 @@ export const etagOf = (work: Pick<WorkStateDto, 'version'>) => `"${work.version}
 
 // --- Internal helpers ---
 
-function worked(access: RowsAccess, record: RecordRow, work: WorkStateDto): WorkedRow {
+function worked(access: RowsAccess, record: RecordRow, state: WorkStateDto & { rowId?: number }): WorkedRow {
   // The row as the path shows it; its work copy is the state just read or written.
+  const { rowId: _, ...work } = state
   const row = toRow({ ...record, work: JSON.stringify(work) }, access.rows.visible)
   return { row: { ...row, _work: work }, etag: etagOf(work) }
 }
 
-function noteRead(ctx: ServiceContext, access: RowsAccess, rowCount = 1) {
-  noteAccess(ctx, { panelId: access.panel.id, viewId: access.view?.row.id, rowCount })
+/**
+ * Without `manage` a caller may set `assignee` only to themselves while nobody else holds the row
+ * unexpired, or to null while they hold it (or nobody does); anything else is a 403 naming `manage`.
+ */
+function requireOwnAssignment(ctx: ServiceContext, current: WorkStateDto, assignee: string | null, now: string) {
+  const me = ctx.scope.userId
+  const heldByOther =
+    current.assignee !== null && current.assignee !== me && (current.claimExpiresAt === null || current.claimExpiresAt > now)
+  if (heldByOther) throw permissionDenied('manage', `take row from ${current.assignee}, who holds it`)
+  if (assignee !== null && assignee !== me) throw permissionDenied('manage', 'assign a row to someone else')
+}
+
+/** The read audit (docs/audit.md): the row answered (its `_id`), or none (`next` with nothing left). */
+function noteRead(ctx: ServiceContext, access: RowsAccess, rowId?: number) {
+  const read = rowId === undefined ? { rowCount: 0 } : { rowCount: 1, rowId }
+  noteAccess(ctx, { panelId: access.panel.id, viewId: access.view?.row.id, ...read })
 }
 
 /** An instant as stored: UTC with milliseconds. */

@@ -80,7 +80,8 @@ function conditionSql(column: ColumnRef, operator: FilterOperator, values: Compa
   const v = cell(column)
   if (operator === 'isNull') return sql`${v} IS NULL`
   if (operator === 'isEmpty') return isBlankCell(column)
-  if (column.virtual) return scalarSql(v, column.kind, operator, values)
+  if (column.virtual)
+    return column.name === '_assignee' ? userIdSql(v, operator, values) : scalarSql(v, column.kind, operator, values)
   const element = sql.raw('e.value')
   return sql`(CASE WHEN ${isArrayCell(column)} THEN EXISTS (SELECT 1 FROM json_each(r.cells, ${sql.raw(cellPath(column.id))}) e WHERE ${scalarSql(element, column.kind, operator, values)}) ELSE ${scalarSql(v, column.kind, operator, values)} END)`
 }
@@ -111,6 +112,19 @@ function scalarSql(x: SQL, kind: CellKind, operator: FilterOperator, values: Com
     default:
       throw new Error(`operator ${operator} has no scalar form`)
   }
+}
+
+/**
+ * `_assignee` holds user ids, which differ by case: `equals` and `in` compare them exactly (so
+ * `@me` is the reader and no one else); the other operators compare as text does.
+ */
+function userIdSql(x: SQL, operator: FilterOperator, values: Comparand[]): SQL {
+  if (operator === 'equals') return sql`${x} = ${String(values[0].value)}`
+  if (operator === 'in') {
+    if (values.length === 0) return FALSE
+    return sql`${x} IN (SELECT value FROM json_each(${JSON.stringify(values.map((c) => String(c.value)))}))`
+  }
+  return scalarSql(x, 'text', operator, values)
 }
 
 /**
