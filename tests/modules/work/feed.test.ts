@@ -84,6 +84,10 @@ describe('row.work_updated in the feed', () => {
         },
       })
       expect(patched).not.toHaveProperty('viewId')
+      // The answer's _work is the event's work, in the WorkState shape of GET (nothing more).
+      expect(patch.body._work).toEqual(patched.data.work)
+      expect(claim.body._work).toEqual(claimed.data.work)
+      expect(Object.keys(patch.body._work).sort()).toEqual(Object.keys((await w.alice.get(row(w.ids.p1))).body._work).sort())
       expect(claimed.data).toMatchObject({
         rowId: w.ids.p2,
         key: 'p2',
