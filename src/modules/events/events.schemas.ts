@@ -4,8 +4,13 @@ import { TenantQuery, Timestamp } from '../../http/router.ts'
 import { eventData } from '../../rowstore/event-json.ts'
 import { EVENT_TYPES } from '../../rowstore/events.ts'
 
-/** Event types whose `data` carries a row (what the read audit counts as rows read). */
-export const ROW_EVENT_TYPES: ReadonlySet<string> = new Set(['row.entered', 'row.left', 'row.updated'])
+/**
+ * Event types that speak of one row (what the read audit counts as rows read; docs/audit.md): every
+ * `row.*` type. Membership events carry the row's values; `row.work_updated`, `row.commented` and
+ * `row.overdue` name the row by its key (often a patient id) with its work state or a comment, which
+ * is row-level data as much as a cell.
+ */
+export const ROW_EVENT_TYPES: ReadonlySet<string> = new Set(EVENT_TYPES.filter((t) => t.startsWith('row.')))
 
 /** The most events one page answers. */
 export const MAX_EVENTS_LIMIT = 1000
@@ -84,7 +89,13 @@ export const Event = z
     panelId: z.number().int().optional().openapi({ example: 3 }),
     viewId: z.number().int().optional().openapi({ example: 8 }),
     dataSourceId: z.number().int().optional().openapi({ example: 5 }),
-    data: z.record(z.string(), z.unknown()).openapi({ example: { rowId: 41, key: 'Patient/17', row: { Family: 'Smith' } } }),
+    data: z.record(z.string(), z.unknown()).openapi({
+      description:
+        'By type (docs/live.md "Events"): `row.entered`/`row.left` `{ rowId, key, row }`; `row.updated` also `changed`; ' +
+        '`row.work_updated` `{ rowId, key, panelId, work, changed: { <field>: { from, to } }, by, cause }` (docs/worklist.md "Events"); ' +
+        '`panel.rows_changed` `{ inserted, updated, deleted, cause }`; `sync.*` the sync run; `view.*` `{ view }` or `{ id }`.',
+      example: { rowId: 41, key: 'Patient/17', row: { Family: 'Smith' } },
+    }),
   })
   .openapi('Event')
 

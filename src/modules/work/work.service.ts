@@ -193,7 +193,8 @@ export const etagOf = (work: Pick<WorkStateDto, 'version'>) => `"${work.version}
 // --- Internal helpers ---
 
 function worked(access: RowsAccess, record: RecordRow, state: WorkStateDto & { rowId?: number }): WorkedRow {
-  // The row as the path shows it; its work copy is the state just read or written.
+  // The state as WorkState has it (a change's answer also names its row); the row as the path
+  // shows it, its work copy the state just read or written.
   const { rowId: _, ...work } = state
   const row = toRow({ ...record, work: JSON.stringify(work) }, access.rows.visible)
   return { row: { ...row, _work: work }, etag: etagOf(work) }

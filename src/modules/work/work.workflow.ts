@@ -70,7 +70,9 @@ export async function putWorkflow(ctx: ServiceContext, panelId: number, input: W
   ])
   if (rowsAffected(updated) === 0) {
     const [{ n }] = await ctx.db.all<{ n: number }>(sql`SELECT (${held}) AS n`)
-    throw conflict(`${n} row${Number(n) === 1 ? '' : 's'} still hold a status the workflow removes`, { rows: Number(n) })
+    throw conflict(`${n} ${Number(n) === 1 ? 'row still holds' : 'rows still hold'} a status the workflow removes`, {
+      rows: Number(n),
+    })
   }
   return workflow
 }
