@@ -131,3 +131,9 @@ export const sourceIdentitiesRemoval = (dataSourceId: number): SQL[] => [
   sql`DELETE FROM row_comments WHERE row_id IN (SELECT id FROM row_identities WHERE data_source_id = ${dataSourceId})`,
   sql`DELETE FROM row_identities WHERE data_source_id = ${dataSourceId}`,
 ]
+
+/** The statements that remove a panel's identities with their work and comments, in the batch that deletes the panel. */
+export const panelWorkRemoval = (tenantId: string, panelId: number): SQL[] => [
+  sql`DELETE FROM row_comments WHERE row_id IN (SELECT id FROM row_identities WHERE tenant_id = ${tenantId} AND panel_id = ${panelId})`,
+  sql`DELETE FROM row_identities WHERE tenant_id = ${tenantId} AND panel_id = ${panelId}`,
+]

@@ -6,6 +6,7 @@ import { notFound } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import type { ListedPage } from '../../lib/paging.ts'
 import { panelEvaluationStatements } from '../../rowstore/membership.ts'
+import { panelWorkRemoval } from '../../rowstore/work-sql.ts'
 import { changeInsert, createdFields, diffFields } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import type { CreatePanelInput, ListPanelsInput, PanelDto, PanelRow, UpdatePanelInput } from './panels.schemas.ts'
@@ -200,6 +201,8 @@ export async function deletePanel(ctx: ServiceContext, id: number): Promise<void
   const now = isoNow(ctx.clock)
   await ctx.db.batch([
     ctx.db.update(panels).set({ deletedAt: now, updatedAt: now }).where(livePanel(ctx, id)),
+    // The work on its rows goes with the panel (docs/worklist.md "Re-sync, leaving and coming back").
+    ...panelWorkRemoval(ctx.scope.tenantId, id).map((q) => ctx.db.run(q)),
     changeInsert(ctx, {
       panelId: id,
       entityType: 'Panel',

@@ -139,3 +139,27 @@ describe('workflow', () => {
     expect((await w.bob.get(`/api/panels/${w.panelId}/workflow`)).status).toBe(404)
   })
 })
+
+describe('a deleted panel', () => {
+  it('takes the work state and comments of its rows with it', async () => {
+    const { t, alice } = w
+    const panel = await alice.post('/api/panels', { name: 'Doomed', tenantId: 'tenant-a', userId: 'alice' })
+    const source = await alice.post(`/api/panels/${panel.body.id}/datasources`, {
+      type: 'api',
+      config: { apiEndpoint: `${w.server.url}/patients`, keyField: 'id' },
+      tenantId: 'tenant-a',
+      userId: 'alice',
+    })
+    expect(source.body.syncStatus, JSON.stringify(source.body)).toBe('success')
+    const [{ id }] = (
+      await t.client.execute({ sql: 'SELECT row_id AS id FROM records WHERE panel_id = ? LIMIT 1', args: [panel.body.id] })
+    ).rows as unknown as { id: number }[]
+    expect((await alice.post(`/api/panels/${panel.body.id}/rows/${id}/claim`, {})).status).toBe(200)
+    expect((await alice.delete(`/api/panels/${panel.body.id}`)).status).toBe(204)
+    const left = await t.client.execute({
+      sql: 'SELECT count(*) AS n FROM row_identities WHERE panel_id = ?',
+      args: [panel.body.id],
+    })
+    expect(Number(left.rows[0].n)).toBe(0)
+  })
+})
