@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
 import type { CohortRule, Workflow } from '../../db/schema.ts'
 import { forbidden, notFound, permissionDenied } from '../../errors.ts'
+import { isoNow } from '../../lib/clock.ts'
 import { type PreparedRows, prepareRows } from '../../rowstore/query/prepare.ts'
 import { type RecordRow, recordColumns } from '../../rowstore/query/row-shape.ts'
 import { loadWorkflow } from '../../rowstore/workflow.ts'
@@ -30,6 +31,8 @@ export interface RowsAccess {
   permissions: ReadonlySet<ViewPermission>
   /** The path's row query (what GET …/rows answers). */
   rows: PreparedRows
+  /** When the rows were opened: an expired claim reads as free from then on. */
+  now: string
 }
 
 /** Opens a panel's or a view's rows for the caller; 404 for what they cannot see. */
@@ -38,7 +41,7 @@ export async function openRows(ctx: ServiceContext, path: RowsPath): Promise<Row
     const panel = await requirePanel(ctx, path.panelId)
     const workflow = await loadWorkflow(ctx, panel.id)
     const rows = await prepareRows(ctx, { panel: { id: panel.id, cohortRule: panel.cohortRule as CohortRule, workflow } })
-    return { panel: panelOf(panel, workflow), full: true, permissions: ALL, rows }
+    return { panel: panelOf(panel, workflow), full: true, permissions: ALL, rows, now: isoNow(ctx.clock) }
   }
   const view = await loadVisibleView(ctx, path.viewId)
   // As GET …/rows: a view seen without `read` shows no row (403 naming it, before any row is looked up).
@@ -47,7 +50,7 @@ export async function openRows(ctx: ServiceContext, path: RowsPath): Promise<Row
   const full = ctx.scope.isAdmin || owner.userId === ctx.scope.userId
   const rows = await prepareViewRows(ctx, view.row, {}, await rowLimitsFor(ctx, view))
   const permissions = full ? ALL : await sharedPermissions(ctx, view)
-  return { panel: owner, view, full, permissions, rows }
+  return { panel: owner, view, full, permissions, rows, now: isoNow(ctx.clock) }
 }
 
 /** Fails with 403 naming the permission unless the caller holds it. */

@@ -195,7 +195,10 @@ export const etagOf = (work: Pick<WorkStateDto, 'version'>) => `"${work.version}
 function worked(access: RowsAccess, record: RecordRow, state: WorkStateDto & { rowId?: number }): WorkedRow {
   // The state as WorkState has it (a change's answer also names its row); the row as the path
   // shows it, its work copy the state just read or written.
-  const { rowId: _, ...work } = state
+  const { rowId: _, ...stored } = state
+  // An expired claim holds nothing from the moment it expires (the scheduler step frees it later).
+  const expired = stored.claimExpiresAt !== null && stored.claimExpiresAt <= access.now
+  const work = expired ? { ...stored, assignee: null, claimedAt: null, claimExpiresAt: null } : stored
   const row = toRow({ ...record, work: JSON.stringify(work) }, access.rows.visible)
   return { row: { ...row, _work: work }, etag: etagOf(work) }
 }

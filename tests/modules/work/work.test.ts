@@ -163,3 +163,17 @@ describe('a deleted panel', () => {
     expect(Number(left.rows[0].n)).toBe(0)
   })
 })
+
+describe('an expired claim', () => {
+  it('reads as free at once, and anyone with edit may claim the row', async () => {
+    const { t, alice } = w
+    expect((await alice.post(`${row(w.ids.p6)}/claim`, { leaseSeconds: 10 })).status).toBe(200)
+    t.clock.advance(11_000)
+    const read = await alice.get(row(w.ids.p6))
+    expect(read.body._work).toMatchObject({ assignee: null, claimExpiresAt: null })
+    const admin = clientFor(t.app, 'tenant-a', 'root', { role: 'admin' })
+    const taken = await admin.post(`${row(w.ids.p6)}/claim`, {})
+    expect(taken.status).toBe(200)
+    expect(taken.body._work).toMatchObject({ assignee: 'root' })
+  })
+})
