@@ -84,8 +84,8 @@ export async function prepareRows(ctx: ServiceContext, source: RowSource, params
     columns.list.map((c) => c.id),
   )
   const issues: FilterIssue[] = []
-  // The work state's virtual columns (`_status`, …) are there for every reader, at this moment.
-  const clock = workClock(panel.workflow === undefined ? await loadWorkflow(ctx, panel.id) : panel.workflow)
+  // The work state's virtual columns (`_status`, …) are there for every reader, at this moment (the service's clock).
+  const clock = workClock(panel.workflow === undefined ? await loadWorkflow(ctx, panel.id) : panel.workflow, ctx.clock.now())
   const virtual = (name: string) => virtualColumn(name, clock)
   const all = withVirtual(columns.byName, clock)
   const { limits } = source
