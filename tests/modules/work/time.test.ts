@@ -3,10 +3,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createClient } from '@libsql/client'
 import { sql } from 'drizzle-orm'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import type { Deps } from '../../../src/deps.ts'
 import { runTimeStep } from '../../../src/modules/work/work.time.ts'
 import { refreshWorkStatement } from '../../../src/rowstore/work-sql.ts'
+import { startScheduler } from '../../../src/runtime/scheduler-loop.ts'
 import { runMaintenanceTick } from '../../../src/scheduler/maintenance-tick.ts'
 import { makeTestApp, type TestApp, testClock } from '../../helpers/app.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
@@ -264,5 +265,55 @@ describe('never twice across instances', () => {
     const reports = await Promise.all([runTimeStep(one.deps), runTimeStep(two), runTimeStep(one.deps), runTimeStep(two)])
     await expectOnce(one.deps, reports)
     if (!REMOTE) await Promise.all([one.deps.close(), two.close()])
+  })
+})
+
+describe('the interval loop (Node, Deno)', () => {
+  const until = async (what: string, check: () => Promise<boolean> | boolean) => {
+    for (let i = 0; i < 200; i++) {
+      if (await check()) return
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+    throw new Error(`timed out waiting for ${what}`)
+  }
+
+  it('runs the time step at every interval, also while a long sync still holds the step', async () => {
+    let hang = false
+    let release = () => {}
+    const source = await startJsonServer(async (_req, res) => {
+      if (hang) await new Promise<void>((resolve) => (release = resolve))
+      sendJson(res, 200, [{ id: 'a', name: 'Ada' }])
+    })
+    const clock = testClock()
+    const t = await makeTestApp({ clock, env: { SYNC_INTERVAL_SECONDS: '5' } })
+    const rita = clientFor(t.app, 'tenant-l', 'rita')
+    const panelId = (await rita.post('/api/panels', { name: 'Loop', tenantId: 'tenant-l', userId: 'rita' })).body.id
+    const created = await rita.post(`/api/panels/${panelId}/datasources`, {
+      type: 'api',
+      config: { apiEndpoint: `${source.url}/slow`, keyField: 'id' },
+    })
+    expect(created.status).toBe(201)
+    const [{ id: rowId }] = await t.deps.db.all<{ id: number }>(sql`SELECT id FROM row_identities WHERE panel_id = ${panelId}`)
+    const dueAt = new Date(clock.now().getTime() + 60_000).toISOString()
+    expect((await rita.patch(`/api/panels/${panelId}/rows/${rowId}/work`, { dueAt })).status).toBe(200)
+    // The source is due: the loop's next step starts its sync, which hangs.
+    hang = true
+    await t.deps.db.run(sql`UPDATE data_sources SET next_sync_at = ${clock.now().toISOString()} WHERE id = ${created.body.id}`)
+    const overdue = async () => (await eventsOf(t.deps, 'tenant-l')).some((e) => e.type === 'row.overdue')
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] })
+    const loop = startScheduler(t.deps)
+    try {
+      vi.advanceTimersByTime(5_000)
+      await until('the sync to start', () => source.requests.length === 2)
+      clock.advance(61_000)
+      vi.advanceTimersByTime(5_000)
+      await until('the row.overdue of the next interval', overdue)
+    } finally {
+      loop.stop()
+      vi.useRealTimers()
+      release()
+      await t.deps.settle()
+      await source.close()
+    }
   })
 })
