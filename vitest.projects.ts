@@ -19,6 +19,7 @@ export const ISOLATED = [
   'tests/modules/datasources/datasources.webhooks.test.ts',
   'tests/modules/rows/rows.fhirpath-engine.test.ts',
   'tests/process/buffered-stdout.test.ts',
+  'tests/modules/work/time.test.ts',
   // Spawns processes.
   'tests/cache/cache.test.ts',
   'tests/process/node-entry.test.ts',

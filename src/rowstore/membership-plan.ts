@@ -8,7 +8,7 @@ import { filterSql } from './query/filter-sql.ts'
 import { visibleColumns } from './query/row-shape.ts'
 import { meInFilters, virtualColumn, type WorkClock, withVirtual } from './query/virtual.ts'
 import { loadViewPayloads, type ViewPayload } from './view-payload.ts'
-import { workClock } from './workflow.ts'
+import { slaMs, workClock } from './workflow.ts'
 
 /**
  * A panel's views compiled for their membership (membership.ts): each view's row condition (the
@@ -47,6 +47,8 @@ export interface PanelMembership {
    * (never evaluated, or its query changed), for the `view.updated` that announces it.
    */
   payloads: Map<number, ViewPayload>
+  /** The workflow's SLA in milliseconds (null: none): a row entering the panel gets its `dueAt` from it (work-time.ts). */
+  slaMs: number | null
 }
 
 /**
@@ -81,14 +83,17 @@ export interface ViewPatch {
 
 /**
  * The panel's views compiled for membership; none when the panel is gone. With `patched`, that
- * view as it is about to be saved.
+ * view as it is about to be saved. `at`: the time of the write the membership moves for, against
+ * which the time-dependent virtual columns (`_overdue`, `_snoozed`, an expired claim) are computed
+ * (docs/worklist.md "Time rules"); the current time when not given.
  */
 export async function loadPanelMembership(
   db: Db,
   tenantId: string,
   panelId: number,
-  patched?: ViewPatch,
+  options: { patched?: ViewPatch; at?: string | Date } = {},
 ): Promise<PanelMembership> {
+  const { patched } = options
   const [panels, viewRows, columnRows] = await db.batch([
     db.all<{ cohort_rule: string | null; workflow: string | null }>(
       sql`SELECT cohort_rule, workflow FROM panels WHERE id = ${panelId} AND tenant_id = ${tenantId} AND deleted_at IS NULL`,
@@ -99,9 +104,10 @@ export async function loadPanelMembership(
     db.all<{ id: number; name: string; type: string; column_type: string; formula: string | null }>(sql`
       SELECT id, name, type, column_type, formula FROM columns WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} ORDER BY id`),
   ])
-  if (panels.length === 0) return { tenantId, panelId, views: [], payloads: new Map() }
+  if (panels.length === 0) return { tenantId, panelId, views: [], payloads: new Map(), slaMs: null }
   const cohortRule = panels[0].cohort_rule ? (JSON.parse(panels[0].cohort_rule) as CohortRule) : null
-  const clock = workClock(panels[0].workflow ? (JSON.parse(panels[0].workflow) as Workflow) : null)
+  const workflow = panels[0].workflow ? (JSON.parse(panels[0].workflow) as Workflow) : null
+  const clock = workClock(workflow, options.at)
   const real = panelColumnsOf(
     columnRows.map((c) => ({ id: c.id, name: c.name, type: c.type, columnType: c.column_type as never, formula: c.formula })),
   )
@@ -159,7 +165,13 @@ export async function loadPanelMembership(
   })
   // Only a view whose query compiles is evaluated (and announced); one that does not never settles its key.
   const reset = views.some((v) => v.where !== null && v.key !== v.storedKey)
-  return { tenantId, panelId, views, payloads: reset ? await loadViewPayloads(db, tenantId, panelId) : new Map() }
+  return {
+    tenantId,
+    panelId,
+    views,
+    payloads: reset ? await loadViewPayloads(db, tenantId, panelId) : new Map(),
+    slaMs: slaMs(workflow),
+  }
 }
 
 /** The filters a view's rows are held to: its own, then those of the views it was copied from. */

@@ -113,7 +113,7 @@ export async function viewEvaluationStatements(
   at: string,
   options: { patched?: ViewPatch; announce?: boolean } = {},
 ): Promise<SQL[]> {
-  const membership = await loadPanelMembership(db, view.tenantId, view.panelId, options.patched)
+  const membership = await loadPanelMembership(db, view.tenantId, view.panelId, { patched: options.patched, at })
   const compiled = membership.views.find((v) => v.id === view.id)
   if (!compiled || compiled.key === compiled.storedKey) return []
   return resetStatements(membership, compiled, { at }, options.announce ?? false)
@@ -121,7 +121,7 @@ export async function viewEvaluationStatements(
 
 /** Every view of a panel evaluated afresh where its query changed (a new cohort rule), each with its `view.updated`. */
 export async function panelEvaluationStatements(db: Db, tenantId: string, panelId: number, at: string): Promise<SQL[]> {
-  const membership = await loadPanelMembership(db, tenantId, panelId)
+  const membership = await loadPanelMembership(db, tenantId, panelId, { at })
   return membership.views.flatMap((v) => (v.key === v.storedKey ? [] : resetStatements(membership, v, { at })))
 }
 

@@ -45,7 +45,7 @@ export async function recomputePanel(
     const plan = await loadPanelPlan(db, tenantId, panelId)
     // Views whose columns or query changed are evaluated once at the end, not moved batch by batch
     // (a new column is a change of the view, not of each of its rows).
-    const loaded = await loadPanelMembership(db, tenantId, panelId)
+    const loaded = await loadPanelMembership(db, tenantId, panelId, { at: now() })
     const redefined = loaded.views.filter((v) => v.storedKey !== null && v.storedKey !== v.key)
     const membership = { ...loaded, views: loaded.views.filter((v) => !redefined.includes(v)) }
     let after = 0

@@ -1,4 +1,5 @@
-import { sql } from 'drizzle-orm'
+import { type SQL, sql } from 'drizzle-orm'
+import { parse as parseDuration } from 'tinyduration'
 import type { Db } from '../db/client.ts'
 import type { Workflow } from '../db/schema.ts'
 import { DEFAULT_STATUS, type WorkClock } from './query/virtual.ts'
@@ -41,4 +42,31 @@ export async function loadWorkflow(ctx: { db: Db; scope: { tenantId: string } },
     sql`SELECT workflow FROM panels WHERE id = ${panelId} AND tenant_id = ${ctx.scope.tenantId}`,
   )
   return row?.workflow ? (JSON.parse(row.workflow) as Workflow) : null
+}
+
+/**
+ * The done statuses of the panel whose id is `panelId`, in SQL, read where a statement runs (so a
+ * conditional write sees the workflow as it is written); the defaults' while the panel has none.
+ */
+export const doneStatusesSql = (panelId: SQL): SQL =>
+  sql`SELECT s.value ->> 'value' FROM panels p, json_each(coalesce(p.workflow, ${JSON.stringify(DEFAULT_WORKFLOW)}), '$.statuses') s
+    WHERE p.id = ${panelId} AND s.value ->> 'done'`
+
+/** Milliseconds of an SLA's `dueAfter` (a checked duration: weeks, days, hours, minutes, seconds). */
+export function dueAfterMs(dueAfter: string): number {
+  const d = parseDuration(dueAfter)
+  const seconds = ((((d.weeks ?? 0) * 7 + (d.days ?? 0)) * 24 + (d.hours ?? 0)) * 60 + (d.minutes ?? 0)) * 60 + (d.seconds ?? 0)
+  return Math.round(seconds * 1000)
+}
+
+/** The SLA of a workflow in milliseconds (null: none, or a stored duration that no longer reads). */
+export function slaMs(workflow: Workflow | null | undefined): number | null {
+  const dueAfter = workflow?.sla?.dueAfter
+  if (!dueAfter) return null
+  try {
+    const ms = dueAfterMs(dueAfter)
+    return ms > 0 ? ms : null
+  } catch {
+    return null
+  }
 }

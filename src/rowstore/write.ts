@@ -13,6 +13,7 @@ import {
 import { membershipStatements, type RowWrite, writeToken } from './membership.ts'
 import { loadPanelMembership, type PanelMembership } from './membership-plan.ts'
 import { deleteStatements, type KeyedRecord, type RowSource, type RowWriter, upsertStatements } from './records.ts'
+import { enteredStatements } from './work-time.ts'
 
 export type { RowSource, RowWrite }
 
@@ -25,7 +26,9 @@ export type { RowSource, RowWrite }
  * 1. the membership step's *before* (views never evaluated are evaluated from the rows as they were);
  * 2. the identities the write changes (`pending_changes`), compared with the rows as they were;
  * 3. the row statements;
- * 4. the identities of the rows written (a ViewDefinition panel's rows of the written records);
+ * 4. the identities of the rows written (a ViewDefinition panel's rows of the written records),
+ *    then those that entered the panel for the first time (`entered_at`, and the SLA's `dueAt`:
+ *    work-time.ts `enteredStatements`);
  * 5. the membership step's *after* (moves, `row.*` and `panel.rows_changed` events, notices);
  * 6. the writer's own statements (cursor, event ids, lease renewal, run counters, change record);
  *
@@ -129,10 +132,14 @@ export async function writeRows(store: RowStore, change: BatchWrite): Promise<un
         ...(own?.removesSource ? sourceRemovalIdentities(write, source.id) : []),
       ]
     : []
-  const after = write ? writtenRowIdentities(write, source.id, generation, written) : []
-  const membership = write
-    ? membershipStatements(change.membership ?? (await loadPanelMembership(store.db, source.tenantId, source.panelId)), write)
-    : { before: [], after: [] }
+  const loaded = write
+    ? (change.membership ?? (await loadPanelMembership(store.db, source.tenantId, source.panelId, { at: write.at })))
+    : undefined
+  const after =
+    write && loaded
+      ? [...writtenRowIdentities(write, source.id, generation, written), ...enteredStatements(write, loaded.slaMs)]
+      : []
+  const membership = write && loaded ? membershipStatements(loaded, write) : { before: [], after: [] }
   const upserts = change.upserts ?? []
   if (upserts.length > 0 && !change.rows) throw new Error('writeRows: upserts need the RowWriter that materialises them')
   const rows = [
@@ -158,7 +165,8 @@ export async function switchGeneration(store: RowStore, change: GenerationSwitch
   // Rows with the digest of the visible generation's are those rows: nothing to compare.
   const unchanged = change.digest !== undefined && source.generationDigest === change.digest
   const identities = unchanged ? [] : generationSwitchIdentities(write, source.id, source.currentGeneration, to, when)
-  const membership = membershipStatements(await loadPanelMembership(store.db, source.tenantId, source.panelId), write)
+  const loaded = await loadPanelMembership(store.db, source.tenantId, source.panelId, { at: write.at })
+  const membership = membershipStatements(loaded, write)
   const rows = [
     sql`UPDATE data_sources SET current_generation = ${to}, generation_digest = ${change.digest ?? null}
       WHERE id = ${source.id} AND ${when}`,
@@ -168,7 +176,11 @@ export async function switchGeneration(store: RowStore, change: GenerationSwitch
     AND (SELECT current_generation FROM data_sources WHERE id = ${source.id}) = ${to}`
   const results = await run(
     store,
-    [...ordered({ membership, before: identities, rows, after: [] }), dropOlder, dropHeldOlder(source.id, to)],
+    [
+      ...ordered({ membership, before: identities, rows, after: enteredStatements(write, loaded.slaMs) }),
+      dropOlder,
+      dropHeldOlder(source.id, to),
+    ],
     change.with ?? [],
   )
   store.live?.committed(source.tenantId)
@@ -187,7 +199,8 @@ export async function rewriteRows(store: RowStore, change: PanelRewrite): Promis
     ...(change.added ?? []).flatMap((a) => upsertIdentities(write, a.dataSourceId, a.generation, a.keys)),
   ]
   const rows = [...change.statements, forgetDigest(sql`tenant_id = ${panel.tenantId} AND panel_id = ${panel.panelId}`)]
-  await run(store, ordered({ membership: membershipStatements(change.membership, write), before, rows, after: [] }), [])
+  const after = enteredStatements(write, change.membership.slaMs)
+  await run(store, ordered({ membership: membershipStatements(change.membership, write), before, rows, after }), [])
   store.live?.committed(panel.tenantId)
 }
 
@@ -210,7 +223,7 @@ export interface WorkChange {
 export async function changeWork(store: RowStore, change: WorkChange): Promise<Record<string, unknown>[]> {
   const { panel, write } = change
   const membership = membershipStatements(
-    change.membership ?? (await loadPanelMembership(store.db, panel.tenantId, panel.panelId)),
+    change.membership ?? (await loadPanelMembership(store.db, panel.tenantId, panel.panelId, { at: write.at })),
     write,
   )
   const read = store.db.all<Record<string, unknown>>(change.read)
@@ -224,8 +237,8 @@ export async function changeWork(store: RowStore, change: WorkChange): Promise<R
 
 /**
  * THE order of a write (the module comment's steps 1 to 5): the membership step's before, the
- * identities the write changes, the row statements, the identities of the rows written, the
- * membership step's after. Every form above builds its batch through here.
+ * identities the write changes, the row statements, the identities of the rows written (and their
+ * first entry), the membership step's after. Every form above builds its batch through here.
  */
 function ordered(parts: {
   membership: { before: readonly SQL[]; after: readonly SQL[] }

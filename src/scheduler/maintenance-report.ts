@@ -2,6 +2,18 @@ import type { DeliveryReport } from '../modules/subscriptions/subscriptions.repo
 
 export type { DeliveryReport }
 
+/** What the time step did (docs/worklist.md "Time rules"). */
+export interface TimeReport {
+  /** Panels with something due. */
+  panels: number
+  /** Claims whose lease ran out, freed (`row.work_updated`, cause `lease_expired`). */
+  freed: number
+  /** `row.overdue` events appended. */
+  overdue: number
+  /** Snoozes that ended, applied to the views. */
+  woken: number
+}
+
 /**
  * What one maintenance tick (the scheduler's step) did. A module of its own, importing only another
  * import-free report type, so the package's public declarations (src/index.ts) can name it without
@@ -25,4 +37,6 @@ export interface MaintenanceReport {
   passwordFailuresPruned: number
   /** Outbound webhook deliveries of this step (docs/live.md "Outbound webhooks"). */
   webhooks: DeliveryReport
+  /** Expired claims freed, `row.overdue` appended, snoozes ended (docs/worklist.md "Time rules"). */
+  time: TimeReport
 }

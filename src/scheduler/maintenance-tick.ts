@@ -10,6 +10,7 @@ import { pruneEvents } from '../modules/events/events.retention.ts'
 import { deliverDueWebhooks } from '../modules/subscriptions/subscriptions.queue.ts'
 import { expireDuePublications } from '../modules/views/views.expiry.ts'
 import { pruneViewPasswordFailures } from '../modules/views/views.password.ts'
+import { runTimeStep } from '../modules/work/work.time.ts'
 import { recomputeStalePanels } from '../rowstore/recompute.ts'
 import type { MaintenanceReport } from './maintenance-report.ts'
 
@@ -17,8 +18,10 @@ export type { MaintenanceReport }
 
 /**
  * The maintenance tick: the scheduler's one step, shared by the interval loop (Node, Deno) and the
- * cron trigger (Workers). Its eight jobs, in order: sends the outbound webhook deliveries that are
- * due; recovers syncs whose lease ran out; runs the sources whose `nextSyncAt` is due, one after
+ * cron trigger (Workers). Its nine jobs, in order: applies what time changed of the work state
+ * (expired claims freed, `row.overdue`, ended snoozes: docs/worklist.md "Time rules"), first, so no
+ * long sync holds it back; sends the outbound webhook deliveries that are due (the time step's
+ * events among them); recovers syncs whose lease ran out; runs the sources whose `nextSyncAt` is due, one after
  * another, oldest first, at most `limit` per call; recomputes panels left stale; ends publications
  * past their expiry; deletes expired access records and change-feed events (a bounded batch per
  * step), and the wrong-password counts of views whose window has ended. A source another runner
@@ -37,8 +40,10 @@ export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(
     eventsPruned: 0,
     passwordFailuresPruned: 0,
     webhooks: { subscriptions: 0, delivered: 0, retried: 0, failed: 0, disabled: 0, pruned: 0 },
+    time: { panels: 0, freed: 0, overdue: 0, woken: 0 },
   }
-  // Deliveries first: they are bounded per step and waiting for them, while syncs are not.
+  report.time = await runTimeStep(deps, now)
+  // Deliveries next: they are bounded per step and waiting for them, while syncs are not.
   report.webhooks = await deliverDueWebhooks(deps, { now })
   report.recovered = await recoverInterruptedSyncs(deps.db, now)
   const at = now.toISOString()

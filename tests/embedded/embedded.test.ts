@@ -174,6 +174,7 @@ describe('openPanelService', () => {
       eventsPruned: 0,
       passwordFailuresPruned: 0,
       webhooks: { subscriptions: 0, delivered: 0, retried: 0, failed: 0, disabled: 0, pruned: 0 },
+      time: { panels: 0, freed: 0, overdue: 0, woken: 0 },
     })
     const loop = service.startScheduler()
     service.startScheduler()

@@ -298,6 +298,46 @@ describe('Cloudflare Workers: the bundled entry in workerd (Miniflare, local D1,
     expect(scheduled).toHaveLength(1)
     expect(scheduled[0].status).toBe('success')
   })
+
+  it('moves rows with time from the cron trigger: expired claims freed, one row.overdue (docs/worklist.md "Time rules")', async () => {
+    const headers = await bearer(SMOKE_SECRET, 'time-tenant', 'alice')
+    const who = { tenantId: 'time-tenant', userId: 'alice' }
+    const panel = await (
+      await fetch(`${base}/api/panels`, { method: 'POST', headers, body: JSON.stringify({ name: 'Time', ...who }) })
+    ).json()
+    const source = await fetch(`${base}/api/panels/${panel.id}/datasources`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ name: 'Once', type: 'api', config: { apiEndpoint: fixture!.url, keyField: 'id' }, ...who }),
+    })
+    expect(source.status).toBe(201)
+    const rows = await (await fetch(`${base}/api/panels/${panel.id}/rows?tenantId=time-tenant`, { headers })).json()
+    const rowId = rows.data[0]._id
+    const row = `${base}/api/panels/${panel.id}/rows/${rowId}`
+    const dueAt = new Date(Date.now() + 30_000).toISOString()
+    const patched = await fetch(`${row}/work`, { method: 'PATCH', headers, body: JSON.stringify({ dueAt }) })
+    expect(patched.status).toBe(200)
+    expect((await fetch(`${row}/claim`, { method: 'POST', headers, body: JSON.stringify({ leaseSeconds: 10 }) })).status).toBe(
+      200,
+    )
+
+    const worker = await mf!.getWorker()
+    const feed = async () =>
+      (await (await fetch(`${base}/api/panels/${panel.id}/events?types=row.overdue,row.work_updated`, { headers })).json())
+        .events as { type: string; data: Record<string, unknown> }[]
+    // A cron run at its scheduled time a minute from now: both have passed.
+    for (const _ of [1, 2]) {
+      const result = await worker.scheduled({ cron: '*/5 * * * *', scheduledTime: new Date(Date.now() + 60_000) })
+      expect(result.outcome).toBe('ok')
+    }
+    const events = await feed()
+    expect(events.filter((e) => e.type === 'row.overdue').map((e) => e.data)).toEqual([
+      expect.objectContaining({ rowId, dueAt, panelId: panel.id }),
+    ])
+    const freed = events.filter((e) => e.type === 'row.work_updated' && e.data.cause === 'lease_expired')
+    expect(freed).toHaveLength(1)
+    expect((await (await fetch(row, { headers })).json())._work).toMatchObject({ assignee: null, claimExpiresAt: null })
+  })
 })
 
 describe('Cloudflare Workers: configuration and per-isolate state', () => {

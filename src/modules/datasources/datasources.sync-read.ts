@@ -69,7 +69,9 @@ export async function readAndWrite(ctx: ServiceContext, job: SyncJob): Promise<R
   const { source, run, counts, incremental } = job
   const plan = await loadPanelPlan(ctx.db, source.tenantId, source.panelId)
   // An incremental sync writes the visible generation: each batch moves the views' membership.
-  const membership = incremental ? await loadPanelMembership(ctx.db, source.tenantId, source.panelId) : undefined
+  const membership = incremental
+    ? await loadPanelMembership(ctx.db, source.tenantId, source.panelId, { at: ctx.clock.now() })
+    : undefined
   // Leftovers of a run that crashed while writing this generation.
   if (!incremental) await runBatch(ctx.db, dropGeneration(source.id, run.generation))
   const limits = ctx.config.syncLimits

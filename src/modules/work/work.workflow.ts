@@ -6,10 +6,13 @@ import type { Workflow } from '../../db/schema.ts'
 import { conflict, type FieldIssue, invalid } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { DEFAULT_STATUS } from '../../rowstore/query/virtual.ts'
-import { loadWorkflow, workflowOf } from '../../rowstore/workflow.ts'
+import { dueAfterMs, loadWorkflow, workflowOf } from '../../rowstore/workflow.ts'
 import { diffFields } from '../changes/changes.service.ts'
 import { requirePanel } from '../panels/panels.service.ts'
 import type { WorkflowInput } from './work.schemas.ts'
+
+/** Milliseconds of an SLA's `dueAfter` (the row store reads it too). */
+export { dueAfterMs }
 
 /**
  * A panel's workflow (WORKLIST.md §2, docs/worklist.md "Workflow"): `GET|PUT
@@ -75,13 +78,6 @@ export async function putWorkflow(ctx: ServiceContext, panelId: number, input: W
     })
   }
   return workflow
-}
-
-/** Milliseconds of an SLA's `dueAfter` (a checked duration). */
-export function dueAfterMs(dueAfter: string): number {
-  const d = parseDuration(dueAfter)
-  const seconds = ((((d.weeks ?? 0) * 7 + (d.days ?? 0)) * 24 + (d.hours ?? 0)) * 60 + (d.minutes ?? 0)) * 60 + (d.seconds ?? 0)
-  return Math.round(seconds * 1000)
 }
 
 // --- Internal helpers ---
