@@ -76,9 +76,17 @@ export async function startDeno(secret: string): Promise<RemoteServer> {
     return connection
   }
   let libsql = await open()
-  // The connection of the moment, for drizzle (execute may have replaced it).
+  const reopen = async () => {
+    libsql.close()
+    libsql = await open()
+  }
+  // The connection of the moment, for drizzle (a retry may have replaced it); its statements and
+  // batches are tried again while the server's writes make them SQLITE_BUSY, as `execute` below.
   const current = new Proxy({} as Client, {
     get(_, key) {
+      if (key === 'execute' || key === 'batch') {
+        return (...args: unknown[]) => whileBusy(() => (libsql[key] as (...a: unknown[]) => Promise<unknown>)(...args), reopen)
+      }
       const value = Reflect.get(libsql, key)
       return typeof value === 'function' ? value.bind(libsql) : value
     },
@@ -87,14 +95,7 @@ export async function startDeno(secret: string): Promise<RemoteServer> {
     // A write of the test may meet the server's own (an access record written as a request ends):
     // SQLITE_BUSY_SNAPSHOT is not waited out by busy_timeout, so the statement is tried again, on a fresh
     // connection: one that SQLITE_BUSY stopped half-way can keep a statement in progress and its snapshot.
-    execute: (stmt) =>
-      whileBusy(
-        async () => (await libsql.execute(stmt as never)) as never,
-        async () => {
-          libsql.close()
-          libsql = await open()
-        },
-      ),
+    execute: (stmt) => whileBusy(async () => (await libsql.execute(stmt as never)) as never, reopen),
     close() {
       throw new Error('the database belongs to the Deno server: a test that closes it cannot run on the deno target')
     },
