@@ -199,6 +199,25 @@ describe('who may comment on a view’s rows', () => {
     expect((await w.bob.get(onView(draft, w.ids.p5))).status).toBe(404)
   })
 
+  it('follows, on a copy, the allowComments of the view it was copied from', async () => {
+    for (const allowComments of [false, true]) {
+      const source = await view(`Copyable ${allowComments}`, { permissions: ['read', 'create'], userGroups: [], allowComments })
+      const copy = await w.bob.post(`/api/views/${source}/copy`, {})
+      expect(copy.status, JSON.stringify(copy.body)).toBe(201)
+      // bob owns the copy, and publishing it allowing comments gives no more than its source.
+      expect(
+        (
+          await w.bob.post(`/api/views/${copy.body.id}/publish`, {
+            publishConfig: { permissions: ['read'], userGroups: [], allowComments: true },
+          })
+        ).status,
+      ).toBe(200)
+      const res = await w.bob.post(onView(copy.body.id, w.ids.p5), { text: `on a copy (${allowComments})` })
+      expect(res.status, JSON.stringify(res.body)).toBe(allowComments ? 201 : 403)
+      if (!allowComments) expect(res.body.code).toBe('COMMENTS_DISABLED')
+    }
+  })
+
   it('lets only the author edit, and the author or a manager delete', async () => {
     const bobs = await w.bob.post(onView(commenting, w.ids.p5), { text: 'edit me' })
     const path = (viewId: number) => `${onView(viewId, w.ids.p5)}/${bobs.body.id}`
