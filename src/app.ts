@@ -23,6 +23,7 @@ import { subscriptionsRouter } from './modules/subscriptions/subscriptions.route
 import { panelViewDefinitionRouter } from './modules/viewdefinitions/viewdefinitions.panel.routes.ts'
 import { viewDefinitionsRouter } from './modules/viewdefinitions/viewdefinitions.routes.ts'
 import { viewsRouter } from './modules/views/views.routes.ts'
+import { commentsRouter } from './modules/work/comments.routes.ts'
 import { workRouter } from './modules/work/work.routes.ts'
 
 /**
@@ -49,6 +50,7 @@ export function createApp(makeDeps: MakeDeps) {
   // Right after the views: it serves GET /views/{id}/rows, which the document lists with them.
   app.route('/api', rowsRouter)
   app.route('/api', workRouter)
+  app.route('/api', commentsRouter)
   app.route('/api', changesRouter)
   app.route('/api', notificationsRouter)
   app.route('/api', formulasRouter)

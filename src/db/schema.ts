@@ -280,7 +280,8 @@ export const changes = sqliteTable(
   ],
 )
 
-export type NotificationType = 'VIEW_PUBLISHED' | 'VIEW_UPDATED' | 'DATA_CHANGED' | 'COLUMN_CHANGED'
+/** `mention`: a comment names the recipient (`@userId`; docs/worklist.md "Mentions"). */
+export type NotificationType = 'VIEW_PUBLISHED' | 'VIEW_UPDATED' | 'DATA_CHANGED' | 'COLUMN_CHANGED' | 'mention'
 export type NotificationImpact = 'info' | 'warning' | 'breaking'
 
 export const notifications = sqliteTable(

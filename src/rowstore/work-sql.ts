@@ -38,6 +38,15 @@ export const refreshWorkStatement = (ids: SQL): SQL =>
   sql`UPDATE records SET work = (SELECT ${workJson('i')} FROM row_identities i WHERE i.id = records.row_id)
     WHERE row_id IN (${ids})`
 
+/**
+ * A removed source's identities with their work state and comments (docs/worklist.md "Comments"),
+ * in the batch that removes it, whether or not foreign keys cascade (docs/runtimes.md).
+ */
+export const dropIdentitiesOfSource = (dataSourceId: number): SQL[] => [
+  sql`DELETE FROM row_comments WHERE row_id IN (SELECT id FROM row_identities WHERE data_source_id = ${dataSourceId})`,
+  sql`DELETE FROM row_identities WHERE data_source_id = ${dataSourceId}`,
+]
+
 /** The work fields a change lists in `changed` (WORKLIST.md §4). */
 export const WORK_FIELDS = ['status', 'assignee', 'claimedAt', 'claimExpiresAt', 'dueAt', 'snoozedUntil'] as const
 
@@ -79,13 +88,7 @@ export function workChangeStatements(change: {
 }): { capture: SQL[]; apply: SQL[] } {
   const { token, at, by } = change
   const ids = capturedIds(token)
-  const capture = [
-    sql`INSERT INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row)
-      SELECT ${token}, ${CAPTURED}, i.data_source_id, i.key, 'work', i.id, ${workStateJson('i')}
-      FROM row_identities i WHERE i.id IN (${change.pick}) AND i.tenant_id = ${change.tenantId} AND i.panel_id = ${change.panelId}`,
-    sql`INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind)
-      SELECT ${token}, 0, data_source_id, key, 'work' FROM pending_changes WHERE token = ${token} AND view_id = ${CAPTURED}`,
-  ]
+  const capture = captureStatements(change)
   const fields = JSON.stringify(WORK_FIELDS)
   const apply = [
     sql`UPDATE row_identities SET ${change.set}, version = version + 1, work_updated_at = ${at}, work_updated_by = ${by}
@@ -117,23 +120,50 @@ export function workChangeStatements(change: {
   }
 }
 
+/**
+ * A change of the work state's derived field — the comment count (WORKLIST.md §3: comments do not
+ * change the work state's `version`) — as statements for `changeWork`: the identities `pick`
+ * selects are captured and listed for the views' membership step as a work change's are, and
+ * `apply` sets `set` on them and refreshes their records' work copy, so `_commentCount` moves the
+ * views that show or filter on it. Unlike `workChangeStatements` the version, `updatedAt` and
+ * `updatedBy` stay, and no `row.work_updated` or `row` change record is written: the caller adds
+ * its own statements (they may read the captured ids: `capturedIds`).
+ */
+export function derivedWorkStatements(change: { token: string; tenantId: string; panelId: number; pick: SQL; set: SQL }): {
+  capture: SQL[]
+  apply: SQL[]
+} {
+  const ids = capturedIds(change.token)
+  return {
+    capture: captureStatements(change),
+    apply: [sql`UPDATE row_identities SET ${change.set} WHERE id IN (${ids})`, refreshWorkStatement(ids)],
+  }
+}
+
 /** What a work change captured: the identity ids it changed (none: its condition did not hold). */
 export const capturedSelect = (token: string): SQL =>
   sql`SELECT p.row_id AS id, ${workStateJson('i')} AS work FROM pending_changes p JOIN row_identities i ON i.id = p.row_id
     WHERE p.token = ${token} AND p.view_id = ${CAPTURED} ORDER BY p.row_id`
-
-/**
- * The statements that remove a data source's identities with their work and comments, in the batch
- * that deletes the source: the foreign keys' cascade is a safety net only (docs/runtimes.md
- * "Connection state"), so a connection without them leaves no orphan either.
- */
-export const sourceIdentitiesRemoval = (dataSourceId: number): SQL[] => [
-  sql`DELETE FROM row_comments WHERE row_id IN (SELECT id FROM row_identities WHERE data_source_id = ${dataSourceId})`,
-  sql`DELETE FROM row_identities WHERE data_source_id = ${dataSourceId}`,
-]
 
 /** The statements that remove a panel's identities with their work and comments, in the batch that deletes the panel. */
 export const panelWorkRemoval = (tenantId: string, panelId: number): SQL[] => [
   sql`DELETE FROM row_comments WHERE row_id IN (SELECT id FROM row_identities WHERE tenant_id = ${tenantId} AND panel_id = ${panelId})`,
   sql`DELETE FROM row_identities WHERE tenant_id = ${tenantId} AND panel_id = ${panelId}`,
 ]
+
+// --- Internal helpers ---
+
+/**
+ * The identities `pick` selects, each with its state before (view -1), and listed as changed for
+ * the views' membership step (view 0) — evaluated in the transaction of the change.
+ */
+function captureStatements(change: { token: string; tenantId: string; panelId: number; pick: SQL }): SQL[] {
+  const { token } = change
+  return [
+    sql`INSERT INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row)
+      SELECT ${token}, ${CAPTURED}, i.data_source_id, i.key, 'work', i.id, ${workStateJson('i')}
+      FROM row_identities i WHERE i.id IN (${change.pick}) AND i.tenant_id = ${change.tenantId} AND i.panel_id = ${change.panelId}`,
+    sql`INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind)
+      SELECT ${token}, 0, data_source_id, key, 'work' FROM pending_changes WHERE token = ${token} AND view_id = ${CAPTURED}`,
+  ]
+}

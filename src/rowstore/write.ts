@@ -13,6 +13,7 @@ import {
 import { membershipStatements, type RowWrite, writeToken } from './membership.ts'
 import { loadPanelMembership, type PanelMembership } from './membership-plan.ts'
 import { deleteStatements, type KeyedRecord, type RowSource, type RowWriter, upsertStatements } from './records.ts'
+import { dropIdentitiesOfSource } from './work-sql.ts'
 import { enteredStatements } from './work-time.ts'
 
 export type { RowSource, RowWrite }
@@ -146,8 +147,9 @@ export async function writeRows(store: RowStore, change: BatchWrite): Promise<un
     ...(upserts.length > 0 && change.rows ? await upsertStatements(source, generation, upserts, change.now, change.rows) : []),
     ...deleteStatements(source, generation, deleted),
     ...(own?.statements ?? []),
-    // A source removed takes its held records too (held.ts), whether or not foreign keys cascade.
-    ...(own?.removesSource ? [dropHeldOfSource(source.id)] : []),
+    // A source removed takes its held records (held.ts) and its rows' identities with their work
+    // state and comments (work-sql.ts) too, whether or not foreign keys cascade.
+    ...(own?.removesSource ? [dropHeldOfSource(source.id), ...dropIdentitiesOfSource(source.id)] : []),
   ]
   const digests = write ? [forgetDigest(sql`id = ${source.id}`)] : []
   const results = await run(store, ordered({ membership, before, rows: [...rows, ...digests], after }), change.with ?? [])
@@ -205,10 +207,12 @@ export async function rewriteRows(store: RowStore, change: PanelRewrite): Promis
 }
 
 /**
- * A change of work state (work-sql.ts `workChangeStatements`): the identities it captures (and
- * lists for the views), its statements, then `read` — a select answered as the result, before the
- * membership step clears the scratch rows — and the membership step; one batch, then the feed is
- * woken. The rows' data is not touched: only views that show or filter on a virtual column move.
+ * A change of work state (work-sql.ts `workChangeStatements`), or of its derived comment count
+ * (`derivedWorkStatements`, with the comment's own statements in `apply`): the identities it
+ * captures (and lists for the views), its statements, then `read` — a select answered as the
+ * result, before the membership step clears the scratch rows — and the membership step; one batch,
+ * then the feed is woken. The rows' data is not touched: only views that show or filter on a
+ * virtual column move.
  */
 export interface WorkChange {
   panel: { tenantId: string; panelId: number }

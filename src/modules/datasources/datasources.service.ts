@@ -7,7 +7,6 @@ import { records } from '../../db/schema-records.ts'
 import { AppError, invalid, issuesToDetails, notFound } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { noFileStoreMessage } from '../../lib/files.ts'
-import { sourceIdentitiesRemoval } from '../../rowstore/work-sql.ts'
 import { rowWrite, writeRows } from '../../rowstore/write.ts'
 import { changeInsert, createdFields } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
@@ -214,7 +213,6 @@ export async function deleteDataSource(ctx: ServiceContext, id: number, at: Sour
           .set({ dataSourceId: null, updatedAt: now })
           .where(and(eq(columns.tenantId, tenant), eq(columns.dataSourceId, id))),
         ctx.db.delete(records).where(eq(records.dataSourceId, id)),
-        ...sourceIdentitiesRemoval(id),
         ctx.db.delete(syncRuns).where(eq(syncRuns.dataSourceId, id)),
         ctx.db.delete(webhookEvents).where(eq(webhookEvents.dataSourceId, id)),
         ctx.db.delete(dataSources).where(and(eq(dataSources.id, id), eq(dataSources.tenantId, tenant))),

@@ -7,6 +7,7 @@ export const NOTIFICATION_TYPES = [
   'VIEW_UPDATED',
   'DATA_CHANGED',
   'COLUMN_CHANGED',
+  'mention',
 ] as const satisfies readonly NotificationType[]
 export const NOTIFICATION_IMPACTS = ['info', 'warning', 'breaking'] as const satisfies readonly NotificationImpact[]
 
@@ -21,7 +22,10 @@ export const ListNotificationsQuery = z.object({
 export const Notification = z
   .object({
     id: z.number().int().openapi({ example: 1 }),
-    viewId: z.number().int().openapi({ example: 3 }),
+    viewId: z.number().int().openapi({
+      example: 3,
+      description: 'The view concerned; for a `mention`, the view the comment was written through (0: the panel’s rows)',
+    }),
     userId: z.string().openapi({ example: 'user-456', description: 'The recipient' }),
     tenantId: z.string().openapi({ example: 'tenant-123' }),
     type: z.enum(NOTIFICATION_TYPES).openapi({ example: 'VIEW_PUBLISHED' }),
@@ -37,7 +41,18 @@ export const Notification = z
         panelId: z.number().int().openapi({ example: 1 }),
       })
       .nullable()
-      .openapi({ description: 'null when the view (or its panel) has been deleted' }),
+      .openapi({
+        description: 'null when the view (or its panel) has been deleted, or a mention was not written through a view',
+      }),
+    comment: z
+      .object({
+        id: z.number().int().openapi({ example: 12 }),
+        rowId: z.number().int().openapi({ example: 17 }),
+        panelId: z.number().int().openapi({ example: 1 }),
+      })
+      .nullable()
+      .optional()
+      .openapi({ description: 'Only on a `mention`: the comment naming the recipient; null once it (or its panel) is deleted' }),
   })
   .openapi('Notification')
 

@@ -1,6 +1,7 @@
 import { and, desc, eq, type SQL, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
 import { type NotificationImpact, type NotificationType, notifications, views } from '../../db/schema.ts'
+import { rowComments } from '../../db/schema-work.ts'
 import { sharedAway } from '../../db/view-sharing.sql.ts'
 import { isoNow } from '../../lib/clock.ts'
 import type { ListNotificationsInput, MarkReadInput, NotificationPageDto } from './notifications.schemas.ts'
@@ -71,7 +72,8 @@ const mine = (ctx: ServiceContext) =>
 /**
  * The caller's view notifications, newest first (CONTRACT: Notifications). `total` counts the
  * filtered set, `unreadCount` every unread one of the caller whatever the filter. `view` is null
- * once the view or its panel is deleted; the notification itself stays.
+ * once the view or its panel is deleted; the notification itself stays. A `mention` also answers
+ * its `comment` (null once deleted).
  */
 export async function listNotifications(ctx: ServiceContext, q: ListNotificationsInput): Promise<NotificationPageDto> {
   const where = q.isRead === undefined ? mine(ctx) : (and(mine(ctx), eq(notifications.isRead, q.isRead)) as SQL)
@@ -79,6 +81,13 @@ export async function listNotifications(ctx: ServiceContext, q: ListNotification
     eq(views.id, notifications.viewId),
     eq(views.tenantId, notifications.tenantId),
     sql`EXISTS (SELECT 1 FROM panels p WHERE p.id = ${views.panelId} AND p.deleted_at IS NULL)`,
+  )
+  // A mention's comment (dedupe key `mention:<commentId>`), while it and its panel exist.
+  const mentioned = and(
+    eq(notifications.type, 'mention'),
+    sql`${rowComments.id} = CAST(substr(${notifications.dedupeKey}, 9) AS INTEGER)`,
+    eq(rowComments.tenantId, notifications.tenantId),
+    sql`EXISTS (SELECT 1 FROM panels p WHERE p.id = ${rowComments.panelId} AND p.deleted_at IS NULL)`,
   )
   const [rows, [counts]] = await ctx.db.batch([
     ctx.db
@@ -94,9 +103,11 @@ export async function listNotifications(ctx: ServiceContext, q: ListNotification
         createdAt: notifications.createdAt,
         readAt: notifications.readAt,
         view: { id: views.id, name: views.name, panelId: views.panelId },
+        comment: { id: rowComments.id, rowId: rowComments.rowId, panelId: rowComments.panelId },
       })
       .from(notifications)
       .leftJoin(views, liveView)
+      .leftJoin(rowComments, mentioned)
       .where(where)
       .orderBy(desc(notifications.createdAt), desc(notifications.id))
       .limit(q.limit)
@@ -112,7 +123,8 @@ export async function listNotifications(ctx: ServiceContext, q: ListNotification
   const all = Number(counts.all)
   const unreadCount = Number(counts.unread)
   const total = q.isRead === undefined ? all : q.isRead ? all - unreadCount : unreadCount
-  return { notifications: rows, total, unreadCount, hasMore: q.offset + rows.length < total }
+  const notices = rows.map(({ comment, ...n }) => (n.type === 'mention' ? { ...n, comment } : n))
+  return { notifications: notices, total, unreadCount, hasMore: q.offset + rows.length < total }
 }
 
 /**

@@ -25,6 +25,8 @@ export interface StoredPublishConfig {
   /** PBKDF2 hash of the password given at publish (views.password.ts); never answered. */
   passwordHash?: string
   allowDownload?: boolean
+  /** Readers may comment on the view's rows (docs/worklist.md "Comments"). */
+  allowComments?: boolean
   isDefault?: boolean
   publishedTitle?: string
   description?: string

@@ -3,7 +3,7 @@ import { TenantBody, TenantQuery } from '../../http/router.ts'
 
 /** Request and answer shapes of working the list (docs/worklist.md). */
 
-const positiveId = (name: string) =>
+export const positiveId = (name: string) =>
   z
     .string()
     .regex(/^[1-9]\d{0,15}$/, 'must be a positive integer')
