@@ -1,22 +1,11 @@
 import type { DeliveryReport } from '../modules/subscriptions/subscriptions.report.ts'
+import type { TimeReport } from '../modules/work/work.time-report.ts'
 
-export type { DeliveryReport }
-
-/** What the time step did (docs/worklist.md "Time rules"). */
-export interface TimeReport {
-  /** Panels with something due. */
-  panels: number
-  /** Claims whose lease ran out, freed (`row.work_updated`, cause `lease_expired`). */
-  freed: number
-  /** `row.overdue` events appended. */
-  overdue: number
-  /** Snoozes that ended, applied to the views. */
-  woken: number
-}
+export type { DeliveryReport, TimeReport }
 
 /**
- * What one maintenance tick (the scheduler's step) did. A module of its own, importing only another
- * import-free report type, so the package's public declarations (src/index.ts) can name it without
+ * What one maintenance tick (the scheduler's step) did. A module of its own, importing only other
+ * import-free report types, so the package's public declarations (src/index.ts) can name it without
  * reaching the database types.
  */
 export interface MaintenanceReport {

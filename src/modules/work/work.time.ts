@@ -2,7 +2,7 @@ import type { Deps } from '../../deps.ts'
 import { loadPanelMembership } from '../../rowstore/membership-plan.ts'
 import { panelsWithTimeDue, timeStatements } from '../../rowstore/work-time.ts'
 import { changeWork, rowWrite } from '../../rowstore/write.ts'
-import type { TimeReport } from '../../scheduler/maintenance-report.ts'
+import type { TimeReport } from './work.time-report.ts'
 
 export type { TimeReport }
 
