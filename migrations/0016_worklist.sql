@@ -36,8 +36,8 @@ CREATE TABLE `row_identities` (
 --> statement-breakpoint
 CREATE UNIQUE INDEX `row_identities_source_key_idx` ON `row_identities` (`data_source_id`,`key`);--> statement-breakpoint
 CREATE INDEX `row_identities_tenant_panel_idx` ON `row_identities` (`tenant_id`,`panel_id`);--> statement-breakpoint
-CREATE INDEX `row_identities_due_idx` ON `row_identities` (`due_at`) WHERE due_at IS NOT NULL;--> statement-breakpoint
-CREATE INDEX `row_identities_snoozed_idx` ON `row_identities` (`snoozed_until`) WHERE snoozed_until IS NOT NULL;--> statement-breakpoint
+CREATE INDEX `row_identities_due_idx` ON `row_identities` (`due_at`) WHERE due_at IS NOT NULL AND overdue_for IS NOT due_at;--> statement-breakpoint
+CREATE INDEX `row_identities_snoozed_idx` ON `row_identities` (`snoozed_until`) WHERE snoozed_until IS NOT NULL AND woken_for IS NOT snoozed_until;--> statement-breakpoint
 CREATE INDEX `row_identities_claim_idx` ON `row_identities` (`claim_expires_at`) WHERE claim_expires_at IS NOT NULL;--> statement-breakpoint
 ALTER TABLE `panels` ADD `workflow` text;--> statement-breakpoint
 ALTER TABLE `records` ADD `row_id` integer;--> statement-breakpoint
