@@ -7,6 +7,8 @@
  *
  * - distinct rows: each user claims and releases a row of their own, again and again — every request
  *   is a conditional write that succeeds, so the figures are the write's cost;
+ * - distinct rows, paced: the same at 10 requests/s per user (100/s in all, under the server's
+ *   capacity), so a claim waits only on the claims that happen to arrive with it;
  * - one row: all ten claim the same row — the holder renews (200), the others are refused (409
  *   naming the holder); the conditional write under contention, refusals included.
  *
@@ -22,12 +24,17 @@ import autocannon, { type Client, type Instance } from 'autocannon'
 const CLIENTS = 10
 const ROWS = 1_000
 export const CLAIM_TARGET_P99_MS = 20
+/** Requests per second of each user in the paced load (half claims, half releases). */
+const PACED_RATE = 10
 
 type Headers = Record<string, string>
 
 export interface ClaimsCase {
   name: string
-  /** Held to the target (10 clients); the single client is the reference: a claim's own latency. */
+  /**
+   * Held to the target: 10 clients, each sending as soon as answered. The single client (a claim's own
+   * latency) and the paced load (10 clients at a set rate each) are there to read that figure by.
+   */
   judged: boolean
   requests: number
   rps: number
@@ -91,6 +98,21 @@ export async function benchClaims(
     },
     { base, owner, row, seconds, warmup, serverCpu },
   )
+  const paced = await measure(
+    {
+      name: `claim + release, ${CLIENTS} users, a row each, ${PACED_RATE} requests/s each`,
+      connections: CLIENTS,
+      rate: PACED_RATE,
+      expected: ['200'],
+      kinds: ['claim', 'release'],
+      requests: (i) => [
+        { method: 'POST', path: `${row(own[i])}/claim`, headers: users[i], body: claimBody },
+        { method: 'POST', path: `${row(own[i])}/release`, headers: users[i], body: '{}' },
+      ],
+      rows: own,
+    },
+    { base, owner, row, seconds, warmup, serverCpu },
+  )
   const shared = rowIds[CLIENTS]
   const contended = await measure(
     {
@@ -103,7 +125,7 @@ export async function benchClaims(
     },
     { base, owner, row, seconds, warmup, serverCpu },
   )
-  return [alone, distinct, contended]
+  return [alone, distinct, paced, contended]
 }
 
 /** The table of the claims cases: latency per kind of request, against the target for claims. */
@@ -150,6 +172,8 @@ interface LoadSpec {
   name: string
   /** Concurrent connections, each one user. */
   connections: number
+  /** Requests per second of each connection; none: each sends its next request as soon as answered. */
+  rate?: number
   /** Statuses every answer must have. */
   expected: string[]
   /** The kind of each request of a connection's sequence, in order. */
@@ -178,10 +202,10 @@ async function measure(
   },
 ): Promise<ClaimsCase> {
   const { base, owner, row } = on
-  if (on.warmup > 0) await run(spec, base, on.warmup)
+  if (on.warmup > 0) await (spec.rate ? paced(spec, base, on.warmup, spec.rate) : run(spec, base, on.warmup))
   const before = await versions(base, owner, row, spec.rows)
   const cpu = on.serverCpu()
-  const result = await run(spec, base, on.seconds)
+  const result = await (spec.rate ? paced(spec, base, on.seconds, spec.rate) : run(spec, base, on.seconds))
   result.cpuPerRequest = (on.serverCpu() - cpu) / result.requests
   const after = await versions(base, owner, row, spec.rows)
   const grown = after.reduce((sum, v, i) => sum + v - before[i], 0)
@@ -217,12 +241,7 @@ function run(spec: LoadSpec, base: string, seconds: number): Promise<ClaimsCase>
         const unexpected = Object.keys(statuses).filter((s) => !spec.expected.includes(s))
         if (unexpected.length > 0) problems.push(`unexpected statuses ${unexpected.join(', ')}`)
         if (r.errors + r.timeouts > 0) problems.push(`${r.errors} errors, ${r.timeouts} timeouts`)
-        const latency = [...times].map(([kind, list]) => {
-          const sorted = Float64Array.from(list).sort()
-          const pct = (p: number) =>
-            sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
-          return { kind, count: sorted.length, p50: pct(50), p99: pct(99) }
-        })
+        const latency = percentiles(times)
         const requests = r.requests.total
         resolve({
           name: spec.name,
@@ -232,7 +251,7 @@ function run(spec: LoadSpec, base: string, seconds: number): Promise<ClaimsCase>
           statuses,
           cpuPerRequest: Number.NaN,
           problems,
-          judged: spec.connections === CLIENTS,
+          judged: spec.connections === CLIENTS && !spec.rate,
         })
       },
     )
@@ -243,6 +262,65 @@ function run(spec: LoadSpec, base: string, seconds: number): Promise<ClaimsCase>
       times.get(spec.kinds[n % spec.kinds.length])!.push(ms)
       statuses[status] = (statuses[status] ?? 0) + 1
     })
+  })
+}
+
+/**
+ * Each connection sends its sequence at `rate` requests per second, evenly spaced and out of phase with
+ * the others (autocannon's own rate sends each second's requests in one burst). A request's latency is
+ * counted from the moment it was due, so an answer that holds up the next request is not hidden.
+ */
+async function paced(spec: LoadSpec, base: string, seconds: number, rate: number): Promise<ClaimsCase> {
+  const times = new Map<string, number[]>(spec.kinds.map((k) => [k, []]))
+  const statuses: Record<string, number> = {}
+  const problems: string[] = []
+  const interval = 1000 / rate
+  const start = performance.now() + 50
+  const end = start + seconds * 1000
+  let requests = 0
+  await Promise.all(
+    Array.from({ length: spec.connections }, async (_, c) => {
+      const sequence = spec.requests(c)
+      for (let n = 0; ; n++) {
+        const due = start + (c / spec.connections) * interval + n * interval
+        if (due >= end) return
+        const wait = due - performance.now()
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait))
+        const { method, path, headers, body } = sequence[n % sequence.length]
+        try {
+          const res = await fetch(`${base}${path}`, { method, headers, body, signal: AbortSignal.timeout(10_000) })
+          await res.arrayBuffer()
+          times.get(spec.kinds[n % spec.kinds.length])!.push(performance.now() - due)
+          statuses[res.status] = (statuses[res.status] ?? 0) + 1
+          requests++
+        } catch (err) {
+          problems.push(`${path}: ${err instanceof Error ? err.message : err}`)
+          return
+        }
+      }
+    }),
+  )
+  const unexpected = Object.keys(statuses).filter((st) => !spec.expected.includes(st))
+  if (unexpected.length > 0) problems.push(`unexpected statuses ${unexpected.join(', ')}`)
+  return {
+    name: spec.name,
+    requests,
+    rps: requests / seconds,
+    latency: percentiles(times),
+    statuses,
+    cpuPerRequest: Number.NaN,
+    problems,
+    judged: false,
+  }
+}
+
+/** p50 and p99 of each kind's latencies. */
+function percentiles(times: Map<string, number[]>) {
+  return [...times].map(([kind, list]) => {
+    const sorted = Float64Array.from(list).sort()
+    const pct = (p: number) =>
+      sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
+    return { kind, count: sorted.length, p50: pct(50), p99: pct(99) }
   })
 }
 
