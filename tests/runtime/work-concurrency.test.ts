@@ -187,4 +187,14 @@ describe.each([
       expect((await call(at, users[0], 'POST', `/api/views/${viewId}/next`, {})).status).toBe(204)
     }
   }, 240_000)
+
+  it('logged no error on any instance (a write that failed on a busy database would show here)', () => {
+    for (const service of services) {
+      const errors = service
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('"level":"error"') || /SQLITE_BUSY|database is locked/i.test(line))
+      expect(errors).toEqual([])
+    }
+  })
 })
