@@ -86,7 +86,7 @@ async function run(dir: string) {
   let pass = true
   if (ONLY !== 'claims') pass = await panelCases(api.url, bare.url, auth, serverLog)
   if (ONLY !== 'panels') {
-    console.log(`\nClaims: 10 users at once (autocannon, 10 connections), ${WARMUP} s warm-up + ${SECONDS} s per load\n`)
+    console.log(`\nClaims: one user alone, then 10 at once (bench/claims.ts), ${WARMUP} s warm-up + ${SECONDS} s per load\n`)
     const claims = await benchClaims(api.url, auth, TENANT, SECONDS, WARMUP, () => cpuMs(api.child.pid))
     console.log(`${claimsTable(claims)}\n`)
     pass = claimsPass(claims) && pass
