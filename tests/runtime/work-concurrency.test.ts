@@ -38,7 +38,7 @@ describe.each([
   ['one instance', 1],
   ['two instances on one database file', 2],
 ])('claims under concurrency, %s', (_name, instances) => {
-  const dir = mkdtempSync(join(tmpdir(), 'work-concurrency-'))
+  let dir = ''
   const services: Service[] = []
   const bases: string[] = []
   const tokens = new Map<string, Record<string, string>>()
@@ -108,6 +108,8 @@ describe.each([
   }
 
   beforeAll(async () => {
+    // Made here, not when the file is collected: a run that skips this block leaves no folder behind.
+    dir = mkdtempSync(join(tmpdir(), 'work-concurrency-'))
     for (let i = 0; i < instances; i++) {
       // One after the other: the first migrates the file, the second finds it migrated.
       const port = await freePort()
@@ -121,7 +123,7 @@ describe.each([
 
   afterAll(async () => {
     for (const s of services.reverse()) await s.stop(2_000)
-    rmSync(dir, { recursive: true, force: true })
+    if (dir) rmSync(dir, { recursive: true, force: true })
   })
 
   it(`${CLAIMERS} users claiming one row at once: exactly one 200, and ${CLAIMERS - 1} × 409 naming the winner`, async () => {
