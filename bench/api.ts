@@ -2,14 +2,17 @@
  * `npm run bench:api` (issue item 13): builds the service, starts the built server and a bare Hono
  * route as two child processes on loopback, seeds 1,000 panels for one tenant/user, and loads each
  * case with autocannon (10 connections) right after a run of the bare route, so every ratio compares
- * two runs made under the same machine conditions. Options (env): BENCH_SECONDS (8), BENCH_WARMUP (2),
- * BENCH_ROUNDS (1; with more, each case reports its median-ratio round), BENCH_NO_BUILD=1, LOG_LEVEL (info).
+ * two runs made under the same machine conditions. Then the claims (bench/claims.ts): a claim's p50/p99
+ * at 10 concurrent users, each on a row of their own and all on one row. Options (env): BENCH_SECONDS
+ * (8), BENCH_WARMUP (2), BENCH_ROUNDS (1; with more, each case reports its median-ratio round),
+ * BENCH_NO_BUILD=1, BENCH_ONLY=panels|claims (one part), LOG_LEVEL (info).
  */
 import { spawnSync } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { signToken } from '../src/lib/tokens.ts'
+import { benchClaims, claimsPass, claimsTable } from './claims.ts'
 import { type LoadCase, type LoadResult, load, stopAllLoads } from './lib/load.ts'
 import { freePort, killAllNow, startServer, stopAll } from './lib/processes.ts'
 import { type CaseReport, type CaseTarget, judge, table } from './lib/report.ts'
@@ -18,6 +21,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 8)
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 2)
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1))
 const LOG_LEVEL = process.env.LOG_LEVEL ?? 'info'
+const ONLY = process.env.BENCH_ONLY
 const SEED = 1000
 const TENANT = 'bench-tenant'
 const USER = 'bench-user'
@@ -79,6 +83,27 @@ async function run(dir: string) {
     authorization: `Bearer ${await signToken(JWT_SECRET, { tenantId: TENANT, userId })}`,
     'content-type': 'application/json',
   })
+  let pass = true
+  if (ONLY !== 'claims') pass = await panelCases(api.url, bare.url, auth, serverLog)
+  if (ONLY !== 'panels') {
+    console.log(`\nClaims: one user alone, then 10 at once (bench/claims.ts), ${WARMUP} s warm-up + ${SECONDS} s per load\n`)
+    const claims = await benchClaims(api.url, auth, TENANT, SECONDS, WARMUP, () => cpuMs(api.child.pid))
+    console.log(`${claimsTable(claims)}\n`)
+    pass = claimsPass(claims) && pass
+  }
+  console.log(`node ${process.version}; results are printed only, not stored`)
+  process.exitCode = pass ? 0 : 1
+}
+
+/** The panel cases, each beside a bare run; true when all pass. */
+async function panelCases(
+  base: string,
+  bareBase: string,
+  auth: (userId: string) => Promise<Record<string, string>>,
+  serverLog: string,
+) {
+  const api = { url: base }
+  const bare = { url: bareBase }
   const reader = await auth(USER)
   const writer = await auth(WRITER)
   const firstId = await seed(api.url, reader)
@@ -131,8 +156,18 @@ async function run(dir: string) {
       .filter((l) => l.includes('"msg":"request"')).length
     console.log(`server wrote ${requestLines} access-log lines (one per request) to its stdout`)
   }
-  console.log(`node ${process.version}; results are printed only, not stored`)
-  process.exitCode = reports.every((r) => r.pass) ? 0 : 1
+  return reports.every((r) => r.pass)
+}
+
+/** A process's CPU time so far (user + system, ms) from /proc (Linux); NaN elsewhere. */
+function cpuMs(pid: number | undefined): number {
+  try {
+    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th, in clock ticks (100/s).
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100
+  } catch {
+    return Number.NaN
+  }
 }
 
 async function measure(c: LoadCase): Promise<LoadResult> {

@@ -10,6 +10,13 @@ declare module 'autocannon' {
     headers?: Record<string, string>
     body?: string
     timeout?: number
+    /** Called with each connection's client as it is made (in this process: no workers). */
+    setupClient?: (client: Client) => void
+  }
+
+  interface Client {
+    /** The sequence of requests this connection repeats. */
+    setRequests(requests: { method?: string; path?: string; headers?: Record<string, string>; body?: string }[]): void
   }
 
   interface Result {
@@ -28,5 +35,5 @@ declare module 'autocannon' {
 
   function autocannon(opts: Options, cb: (err: Error | null, result: Result) => void): Instance
   export default autocannon
-  export type { Instance, Options, Result }
+  export type { Client, Instance, Options, Result }
 }
