@@ -51,9 +51,7 @@ export const rowIdentities = sqliteTable(
     index('row_identities_tenant_panel_idx').on(t.tenantId, t.panelId),
     // Only the due dates and snoozes the scheduler's time step still owes something (work-time.ts):
     // one it applied leaves the index, so a step reads what is left to do, not every past date.
-    index('row_identities_due_idx')
-      .on(t.dueAt)
-      .where(sql`due_at IS NOT NULL AND overdue_for IS NOT due_at`),
+    index('row_identities_due_idx').on(t.dueAt).where(sql`due_at IS NOT NULL AND overdue_for IS NOT due_at`),
     index('row_identities_snoozed_idx')
       .on(t.snoozedUntil)
       .where(sql`snoozed_until IS NOT NULL AND woken_for IS NOT snoozed_until`),

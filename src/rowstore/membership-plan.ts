@@ -6,7 +6,7 @@ import { hashText } from './digest.ts'
 import { panelColumnsOf } from './query/columns.ts'
 import { filterSql } from './query/filter-sql.ts'
 import { visibleColumns } from './query/row-shape.ts'
-import { meInFilters, virtualColumn, type WorkClock, withVirtual } from './query/virtual.ts'
+import { meInFilters, VIRTUAL_NAMES, virtualColumn, type WorkClock, withVirtual } from './query/virtual.ts'
 import { loadViewPayloads, type ViewPayload } from './view-payload.ts'
 import { slaMs, workClock } from './workflow.ts'
 
@@ -35,6 +35,8 @@ export interface MemberView {
   shape: string
   /** What the shape's virtual columns are computed with (a write puts its own time in `now`). */
   clock: WorkClock
+  /** The view filters on or shows a virtual column: a change of work state alone can move it. */
+  readsWork: boolean
 }
 
 /** The views of one panel, compiled for membership. */
@@ -144,12 +146,15 @@ export async function loadPanelMembership(
     // `rows: 2`: rows carry `_key` and their lasting `_id` (docs/worklist.md); older memberships are evaluated afresh.
     const query = { rows: 2, cohortRule, filters: chain, shown: shown.map((c) => [c.id, c.name, c.kind]) }
     // The done statuses decide `_overdue`: a view that reads it is evaluated afresh when they change.
-    const key = JSON.stringify(JSON.stringify(query).includes('"_overdue"') ? { ...query, done: clock.done } : query)
+    const text = JSON.stringify(query)
+    const key = JSON.stringify(text.includes('"_overdue"') ? { ...query, done: clock.done } : query)
     return {
       id: Number(v.id),
       userId: v.user_id,
       name: v.name,
       key: hashText(key),
+      // Names a virtual column in its rule, filters or columns (a text that merely equals one counts too: harmless).
+      readsWork: VIRTUAL_NAMES.some((name) => text.includes(`"${name}"`)),
       storedKey: v.membership_key,
       where: issues.length > 0 ? null : where,
       whereAt: (now) => (issues.length > 0 ? null : now === clock.now ? where : condition(now).where),

@@ -53,12 +53,11 @@ export function membershipStatements(membership: PanelMembership, write: RowWrit
     if (view.storedKey === null || view.storedKey === view.key) after.push(...moveStatements(membership, view, write))
     else changed.push(...resetStatements(membership, view, write))
   }
-  after.push(
-    ...rowEventStatements(write),
-    noticeStatement(write),
-    ...memberUpdateStatements(write),
-    ...panelEventStatements(write),
-  )
+  // Without a view to move, only the panel's event is left to write.
+  if (membership.views.some((v) => v.where))
+    after.push(...rowEventStatements(write), noticeStatement(write), ...memberUpdateStatements(write))
+  // A change of work state changes no row's data: no `panel.rows_changed`.
+  if (write.cause !== 'work') after.push(...panelEventStatements(write))
   after.push(...changed, sql`DELETE FROM pending_changes WHERE token = ${write.token}`)
   return { before, after }
 }

@@ -226,10 +226,9 @@ export interface WorkChange {
 /** Writes a work change in the protocol's order; answers the rows `read` selected. */
 export async function changeWork(store: RowStore, change: WorkChange): Promise<Record<string, unknown>[]> {
   const { panel, write } = change
-  const membership = membershipStatements(
-    change.membership ?? (await loadPanelMembership(store.db, panel.tenantId, panel.panelId, { at: write.at })),
-    write,
-  )
+  const loaded = change.membership ?? (await loadPanelMembership(store.db, panel.tenantId, panel.panelId, { at: write.at }))
+  // Only a view that filters on or shows a virtual column can move when work state alone changes.
+  const membership = membershipStatements({ ...loaded, views: loaded.views.filter((v) => v.readsWork) }, write)
   const read = store.db.all<Record<string, unknown>>(change.read)
   const statements = ordered({ membership, before: change.capture, rows: [...change.apply, read], after: [] })
   const results = await runBatch(store.db, statements)
