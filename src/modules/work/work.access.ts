@@ -8,7 +8,6 @@ import { type RecordRow, recordColumns } from '../../rowstore/query/row-shape.ts
 import { loadWorkflow } from '../../rowstore/workflow.ts'
 import { requirePanel } from '../panels/panels.service.ts'
 import type { ViewPermission } from '../views/views.access.ts'
-import { prepareViewRows } from '../views/views.query.ts'
 import { rowLimitsFor } from '../views/views.rows-scope.ts'
 import { type LoadedView, loadVisibleView, requireViewPermission } from '../views/views.service.ts'
 
@@ -46,9 +45,11 @@ export async function openRows(ctx: ServiceContext, path: RowsPath): Promise<Row
   const view = await loadVisibleView(ctx, path.viewId)
   // As GET …/rows: a view seen without `read` shows no row (403 naming it, before any row is looked up).
   requireViewPermission(view, 'read', 'read its rows')
-  const owner = await requirePanelRecord(ctx, view.row.panelId)
+  const { panel: owner, cohortRule } = await requirePanelRecord(ctx, view.row.panelId)
   const full = ctx.scope.isAdmin || owner.userId === ctx.scope.userId
-  const rows = await prepareViewRows(ctx, view.row, {}, await rowLimitsFor(ctx, view))
+  const limits = await rowLimitsFor(ctx, view)
+  // The view's row query as GET …/rows builds it (views.query.ts), with the panel read here.
+  const rows = await prepareRows(ctx, { panel: { id: owner.id, cohortRule, workflow: owner.workflow }, view: view.row, limits })
   const permissions = full ? ALL : await sharedPermissions(ctx, view)
   return { panel: owner, view, full, permissions, rows, now: isoNow(ctx.clock) }
 }
@@ -80,16 +81,26 @@ function panelOf(panel: { id: number; userId: string; metadata?: Record<string, 
 }
 
 /** The view's panel whoever owns it (the view is visible to the caller). */
-async function requirePanelRecord(ctx: ServiceContext, panelId: number): Promise<RowsAccess['panel']> {
-  const [row] = await ctx.db.all<{ id: number; user_id: string; metadata: string | null; workflow: string | null }>(
-    sql`SELECT id, user_id, metadata, workflow FROM panels WHERE id = ${panelId} AND tenant_id = ${ctx.scope.tenantId}
+async function requirePanelRecord(
+  ctx: ServiceContext,
+  panelId: number,
+): Promise<{ panel: RowsAccess['panel']; cohortRule: CohortRule }> {
+  const [row] = await ctx.db.all<{
+    id: number
+    user_id: string
+    metadata: string | null
+    workflow: string | null
+    cohort_rule: string
+  }>(
+    sql`SELECT id, user_id, metadata, workflow, cohort_rule FROM panels WHERE id = ${panelId} AND tenant_id = ${ctx.scope.tenantId}
       AND deleted_at IS NULL`,
   )
   if (!row) throw notFound('Panel', panelId, ctx.scope.tenantId)
-  return panelOf(
+  const panel = panelOf(
     { id: Number(row.id), userId: row.user_id, metadata: row.metadata ? JSON.parse(row.metadata) : null },
     row.workflow ? (JSON.parse(row.workflow) as Workflow) : null,
   )
+  return { panel, cohortRule: JSON.parse(row.cohort_rule) as CohortRule }
 }
 
 /** Copies of copies are followed this deep (as views.rows-scope.ts does for their rows). */
