@@ -181,7 +181,7 @@ interface PageRow {
   data?: string
 }
 
-/** Rows per JSON text of a page: each text stays far below a D1 string's 2 MB. */
+/** Rows per JSON text of a page (an integer in the SQL text: a bound number divides as a real): each text stays far below a D1 string's 2 MB. */
 const PAGE_GROUP = 50
 
 /**
@@ -203,7 +203,7 @@ async function readPage(
   const groups = await db.all<{ rows: string }>(sql`
     SELECT json_group_array(json_array(id, data_source_id, record_key IS NOT NULL, cells, errors,
         cells IS NOT NULL AND cells_version IN (SELECT value FROM json_each(${trusted})))) AS rows
-    FROM (SELECT *, (row_number() OVER (ORDER BY id) - 1) / ${PAGE_GROUP} AS part
+    FROM (SELECT *, (row_number() OVER (ORDER BY id) - 1) / ${sql.raw(String(PAGE_GROUP))} AS part
       FROM (SELECT id, data_source_id, record_key, cells, errors, cells_version FROM records
         WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} AND id > ${after} ORDER BY id LIMIT ${RECOMPUTE_BATCH}))
     GROUP BY part`)
