@@ -3,10 +3,11 @@ import type { ServiceContext } from '../context.ts'
 import { rowsAffected, runBatch } from '../db/client.ts'
 import { panels } from '../db/schema.ts'
 import type { Deps } from '../deps.ts'
+import { type CellError, type MaterialisedRow, rematerialise } from '../engine/cells/materialise.ts'
 import type { LiveBus } from '../live/bus.ts'
 import { type ReadRow, type RowsTarget, rebuildRecords, recordRowsQuery, storedRowsOf } from './expand.ts'
 import { heldPage, holdStatements, type ReadHeld, releaseByIds } from './held.ts'
-import { loadPanelPlan, type PanelPlan, prepareRows, rowOf } from './materialise.ts'
+import { loadPanelPlan, type PanelPlan, prepareRows, rowOf, trustedVersions } from './materialise.ts'
 import { type RowWrite, resetStatements, writeToken } from './membership.ts'
 import { loadPanelMembership, type PanelMembership, settle } from './membership-plan.ts'
 import { insertRowStatements, type RowPayload } from './record-sql.ts'
@@ -48,17 +49,24 @@ export async function recomputePanel(
     const loaded = await loadPanelMembership(db, tenantId, panelId, { at: now() })
     const redefined = loaded.views.filter((v) => v.storedKey !== null && v.storedKey !== v.key)
     const membership = { ...loaded, views: loaded.views.filter((v) => !redefined.includes(v)) }
+    // Rows stored with a plan of the same base columns keep their base cells (trustedVersions).
+    const trusted = JSON.stringify(trustedVersions(db, tenantId, plan))
     let after = 0
     for (;;) {
       if (stop?.aborted) return written
-      const batch = await db.all<ReadRow>(sql`
-        SELECT id, data_source_id, generation, key, record_key, data, cells, errors FROM records
-        WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} AND id > ${after}
-        ORDER BY id LIMIT ${RECOMPUTE_BATCH}`)
+      const from = after
+      const page = plan.view ? [] : await readPage(db, { tenantId, panelId, after, trusted })
+      // A panel defined by a view, or rows left by one, are rebuilt from their records (rebuildBatch).
+      const rebuild = plan.view !== undefined || page.some((r) => r.keyed)
+      const batch = rebuild
+        ? await db.all<ReadRow>(sql`
+          SELECT id, data_source_id, generation, key, record_key, data, cells, errors FROM records
+          WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} AND id > ${from}
+          ${page.length > 0 ? sql`AND id <= ${page[page.length - 1].id}` : sql``}
+          ORDER BY id LIMIT ${RECOMPUTE_BATCH}`)
+        : page
       if (batch.length === 0) break
       after = batch[batch.length - 1].id
-      const data = batch.map((r) => JSON.parse(r.data) as unknown)
-      await prepareRows(plan, data)
       const at = now()
       // The rewritten rows move the views' membership in the same batch (cause: recompute).
       const write: RowWrite = {
@@ -70,19 +78,18 @@ export async function recomputePanel(
         token: writeToken(),
         at: at.toISOString(),
       }
-      if (plan.view || batch.some((r) => r.record_key !== null)) {
-        const rebuilt = await rebuildBatch(store, { tenantId, panelId, plan, batch, at }, membership, write)
+      if (rebuild) {
+        const read = batch as ReadRow[]
+        await prepareRows(
+          plan,
+          read.map((r) => JSON.parse(r.data) as unknown),
+        )
+        const rebuilt = await rebuildBatch(store, { tenantId, panelId, plan, batch: read, at }, membership, write)
         settle(membership)
         written += rebuilt
         continue
       }
-      const changed: unknown[] = []
-      for (const [i, r] of batch.entries()) {
-        const row = rowOf(plan, r.data_source_id, data[i], at)
-        const cells = JSON.stringify(row.cells)
-        const errors = row.errors.length > 0 ? JSON.stringify(row.errors) : null
-        if (cells !== r.cells || errors !== r.errors) changed.push([r.id, row.cells, row.errors.length > 0 ? row.errors : null])
-      }
+      const changed = await changedRows(db, tenantId, plan, page, at)
       if (changed.length === 0) continue
       // `+records.tenant_id` keeps SQLite from driving the update by the tenant index (a scan of
       // every tenant row per payload row); the row ids come from a tenant-scoped read anyway.
@@ -90,7 +97,7 @@ export async function recomputePanel(
         panel: { tenantId, panelId },
         write,
         membership,
-        ids: changed.map((c) => (c as [number])[0]),
+        ids: changed.map((c) => c[0]),
         statements: [
           sql`
           UPDATE records SET cells = j.value -> 1, errors = nullif(j.value -> 2, 'null'), cells_version = ${plan.version}
@@ -158,6 +165,109 @@ export async function recomputeStalePanels(deps: Deps, limit = 5): Promise<numbe
 }
 
 // --- Internal helpers ---
+
+/**
+ * A row as a recompute reads it first: without its record's data, which only rows materialised
+ * again from their records need (withData); `kept`: stored with a trusted plan (trustedVersions).
+ */
+interface PageRow {
+  id: number
+  data_source_id: number
+  keyed: boolean
+  cells: string | null
+  errors: string | null
+  kept: boolean
+  /** The record's data, when read with the row (no trusted plan: every row is materialised again). */
+  data?: string
+}
+
+/** Rows per JSON text of a page (an integer in the SQL text: a bound number divides as a real): each text stays far below a D1 string's 2 MB. */
+const PAGE_GROUP = 50
+
+/**
+ * The next RECOMPUTE_BATCH rows of the panel after id `after`, in id order. Read as a few JSON
+ * texts of PAGE_GROUP rows each rather than a result row per row: the database client's cost per
+ * row and column is most of a plain read's (docs/performance.md, "Recompute").
+ */
+async function readPage(
+  db: Deps['db'],
+  { tenantId, panelId, after, trusted }: { tenantId: string; panelId: number; after: number; trusted: string },
+): Promise<PageRow[]> {
+  if (trusted === '[]') {
+    const rows = await db.all<Omit<PageRow, 'keyed' | 'kept'> & { record_key: string | null; data: string }>(sql`
+      SELECT id, data_source_id, record_key, cells, errors, data FROM records
+      WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} AND id > ${after}
+      ORDER BY id LIMIT ${RECOMPUTE_BATCH}`)
+    return rows.map((r) => ({ ...r, keyed: r.record_key !== null, kept: false }))
+  }
+  const groups = await db.all<{ rows: string }>(sql`
+    SELECT json_group_array(json_array(id, data_source_id, record_key IS NOT NULL, cells, errors,
+        cells IS NOT NULL AND cells_version IN (SELECT value FROM json_each(${trusted})))) AS rows
+    FROM (SELECT *, (row_number() OVER (ORDER BY id) - 1) / ${sql.raw(String(PAGE_GROUP))} AS part
+      FROM (SELECT id, data_source_id, record_key, cells, errors, cells_version FROM records
+        WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} AND id > ${after} ORDER BY id LIMIT ${RECOMPUTE_BATCH}))
+    GROUP BY part`)
+  const rows: PageRow[] = []
+  for (const group of groups) {
+    for (const [id, source, keyed, cells, errors, kept] of JSON.parse(group.rows) as [
+      number,
+      number,
+      number,
+      string | null,
+      string | null,
+      number,
+    ][]) {
+      rows.push({ id, data_source_id: source, keyed: keyed === 1, cells, errors, kept: kept === 1 })
+    }
+  }
+  return rows.sort((a, b) => a.id - b.id)
+}
+
+/**
+ * The rows of a batch whose cells or errors differ under `plan`, as `[id, cells, errors | null]`.
+ * A row read without its data keeps its base cells and has its calculated ones evaluated again
+ * (`rematerialise`); the others, and any whose stored cells do not allow it, are materialised
+ * again from their records.
+ */
+async function changedRows(db: Deps['db'], tenantId: string, plan: PanelPlan, batch: PageRow[], at: Date) {
+  const rows: (MaterialisedRow | undefined)[] = batch.map((r) => (r.kept ? kept(plan, r, at) : undefined))
+  const fresh = batch.flatMap((_, i) => (rows[i] === undefined ? [i] : []))
+  const read = await withData(
+    db,
+    tenantId,
+    fresh.map((i) => batch[i]),
+  )
+  const data = read.map((r) => JSON.parse(r.data) as unknown)
+  await prepareRows(plan, data)
+  for (const [n, r] of read.entries()) rows[fresh[n]] = rowOf(plan, r.data_source_id, data[n], at)
+  const changed: [number, Record<string, unknown>, CellError[] | null][] = []
+  for (const [i, r] of batch.entries()) {
+    const row = rows[i] as MaterialisedRow
+    const cells = JSON.stringify(row.cells)
+    const errors = row.errors.length > 0 ? JSON.stringify(row.errors) : null
+    if (cells !== r.cells || errors !== r.errors) changed.push([r.id, row.cells, row.errors.length > 0 ? row.errors : null])
+  }
+  return changed
+}
+
+/** A row from its stored cells (engine/cells `rematerialise`); undefined when they do not allow it. */
+function kept(plan: PanelPlan, r: PageRow, at: Date): MaterialisedRow | undefined {
+  const cells = JSON.parse(r.cells ?? 'null') as unknown
+  if (typeof cells !== 'object' || cells === null || Array.isArray(cells)) return undefined
+  const errors = r.errors === null ? null : (JSON.parse(r.errors) as unknown)
+  if (errors !== null && !Array.isArray(errors)) return undefined
+  return rematerialise(plan.plan, { cells: cells as Record<string, unknown>, errors: errors as CellError[] | null }, at)
+}
+
+/** The records' data of `rows`, in their order. */
+async function withData(db: Deps['db'], tenantId: string, rows: PageRow[]): Promise<(PageRow & { data: string })[]> {
+  if (rows.every((r) => r.data !== undefined)) return rows as (PageRow & { data: string })[]
+  const found = await db.all<{ id: number; data: string }>(sql`
+    SELECT id, data FROM records WHERE id IN (SELECT value FROM json_each(${JSON.stringify(rows.map((r) => r.id))}))
+      AND +tenant_id = ${tenantId}`)
+  const byId = new Map(found.map((f) => [Number(f.id), f.data]))
+  return rows.map((r) => ({ ...r, data: r.data ?? byId.get(r.id) ?? 'null' }))
+}
 
 /** A recompute batch of a panel defined by a view (or left by one): its records stored again, rows added and removed. */
 async function rebuildBatch(

@@ -63,6 +63,8 @@ interface PlannedColumn {
 /** Columns compiled for materialising many rows; build once per sync or recompute. */
 export interface MaterialisePlan {
   columns: PlannedColumn[]
+  /** Names of the base columns (whose stored cells `rematerialise` keeps); null when a calculated column shares one. */
+  baseNames: Set<string> | null
 }
 
 /**
@@ -72,7 +74,10 @@ export interface MaterialisePlan {
  */
 export function planColumns(ordered: ColumnDefinition[], compileFormula: FormulaCompiler): MaterialisePlan {
   const cache = new Map<string, CompiledFhirPath>()
+  const baseNames = new Set(ordered.filter((c) => c.columnType === 'base').map((c) => c.name))
+  const shared = ordered.some((c) => c.columnType === 'calculated' && baseNames.has(c.name))
   return {
+    baseNames: shared ? null : baseNames,
     columns: ordered.map((column) => {
       const rules = (column.properties?.validation ?? undefined) as ValidationRules | undefined
       const planned: PlannedColumn = { key: String(column.id), column, rules, pattern: compilePattern(rules) }
@@ -147,21 +152,73 @@ export function materialise(plan: MaterialisePlan, record: MaterialiseInput, now
     } else if (record.importedByName && column.columnType === 'base') {
       value = typed(() => cellFromValue(valueByName(record.data, column.name), column.type), column, errors)
     } else if (p.formula) {
-      const result = p.formula({ cells: byName, record: record.data }, now)
-      value = result.value ?? null
-      if (result.error) errors.push({ column: column.name, ...result.error })
+      value = evaluated(p.formula, byName, record.data, now, column, errors)
     } else if (p.read && (column.dataSourceId == null || column.dataSourceId === record.dataSourceId)) {
       const read = p.read
       value = typed(() => read(record.data), column, errors)
     }
-    if (p.rules) {
-      const broken = checkRules(value, p.rules, p.pattern)
-      if (broken) errors.push({ column: column.name, code: 'VALIDATION', message: `${column.name} ${broken}` })
+    validated(p, value, errors)
+    cells[p.key] = value
+    byName[column.name] = value
+  }
+  return { cells, errors }
+}
+
+/**
+ * A row computed again from what is stored of it: the base columns keep their stored cells and
+ * errors, the calculated columns are evaluated again over them (with the same `now` semantics),
+ * so the row is what `materialise` would give it — provided the stored row was materialised from
+ * its record by a plan with the same base columns (the caller's guarantee: recompute.ts) and no
+ * calculated column reads the source record. Undefined when the stored cells lack a base column,
+ * or the plan's names do not tell base errors apart (`baseNames` null): the row needs `materialise`.
+ */
+export function rematerialise(
+  plan: MaterialisePlan,
+  stored: { cells: Record<string, unknown>; errors: readonly CellError[] | null },
+  now: Date,
+): MaterialisedRow | undefined {
+  const { baseNames } = plan
+  if (!baseNames) return undefined
+  const cells: Record<string, unknown> = {}
+  const byName: Record<string, unknown> = {}
+  // Base columns come first in a plan, each with its errors in column order: their stored errors
+  // are the first part of the row's list, as `materialise` builds it.
+  const errors = (stored.errors ?? []).filter((e) => baseNames.has(e.column))
+  for (const p of plan.columns) {
+    const { column } = p
+    let value: unknown
+    if (column.columnType === 'base') {
+      if (!Object.hasOwn(stored.cells, p.key)) return undefined
+      value = stored.cells[p.key]
+    } else {
+      value = p.formula ? evaluated(p.formula, byName, undefined, now, column, errors) : null
+      validated(p, value, errors)
     }
     cells[p.key] = value
     byName[column.name] = value
   }
   return { cells, errors }
+}
+
+/** A calculated cell (or a column that did not compile): blank with its error on failure. */
+function evaluated(
+  formula: CompiledFormula,
+  byName: Record<string, unknown>,
+  data: unknown,
+  now: Date,
+  column: ColumnDefinition,
+  errors: CellError[],
+): unknown {
+  const result = formula({ cells: byName, record: data }, now)
+  if (result.error) errors.push({ column: column.name, ...result.error })
+  return result.value ?? null
+}
+
+/** The column's validation rules over its cell (FORMULAS.md): a broken rule is an error of the row. */
+function validated(p: PlannedColumn, value: unknown, errors: CellError[]): void {
+  if (!p.rules) return
+  const broken = checkRules(value, p.rules, p.pattern)
+  if (broken) errors.push({ column: p.column.name, code: 'VALIDATION', message: `${p.column.name} ${broken}` })
 }
 
 /** The cell of a base column; a coercion failure is a blank cell with its error. */

@@ -208,6 +208,10 @@ export async function deleteDataSource(ctx: ServiceContext, id: number, at: Sour
     own: {
       removesSource: true,
       statements: [
+        // Columns unlinked are columns changed: the panel's columns version moves with them, as
+        // for any column change (its rows are then stale; rowstore/materialise.ts).
+        sql`UPDATE panels SET columns_version = columns_version + 1 WHERE id = ${before.panelId} AND tenant_id = ${tenant}
+          AND EXISTS (SELECT 1 FROM columns WHERE tenant_id = ${tenant} AND data_source_id = ${id})`,
         ctx.db
           .update(columns)
           .set({ dataSourceId: null, updatedAt: now })
