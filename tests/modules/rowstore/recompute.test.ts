@@ -5,6 +5,7 @@ import { loadPanelPlan, rowOf } from '../../../src/rowstore/materialise.ts'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
 import { type FixtureServer, sendJson, startJsonServer } from '../../helpers/servers.ts'
+import { onTarget } from '../../helpers/target.ts'
 
 /**
  * A recompute after a calculated column changed keeps the base cells stored with a plan of the
@@ -106,23 +107,32 @@ describe('recompute of a calculated column', () => {
     expect(panel.materialisedVersion).toBe(panel.columnsVersion)
   })
 
-  it('keeps the stored base cells while the base columns are unchanged, and reads the records again once one changes', async () => {
-    // The record's data changed behind the row store's back: only a materialisation reads it.
-    await t.client.execute({
-      sql: `UPDATE records SET data = json_set(data, '$.name[0].family', 'Zuse') WHERE panel_id = ? AND data ->> 'id' = 'a'`,
-      args: [panelId],
-    })
-    const family = async () => JSON.parse((await stored())[0].cells)[ids.family]
-    const tag = async () => JSON.parse((await stored())[0].cells)[ids.tag]
+  // What the fast path keeps is visible only through data changed behind the row store's back, and
+  // the path is taken only where the process that recomputes loaded the plans before (materialise.ts).
+  const remembered = onTarget(
+    ['workers', 'deno'],
+    'the recompute remembers plans in the process that loaded them; the servers under test may recompute in another isolate or with other handles',
+  )
+  it.skipIf(remembered)(
+    'keeps the stored base cells while the base columns are unchanged, and reads the records again once one changes',
+    async () => {
+      // The record's data changed behind the row store's back: only a materialisation reads it.
+      await t.client.execute({
+        sql: `UPDATE records SET data = json_set(data, '$.name[0].family', 'Zuse') WHERE panel_id = ? AND data ->> 'id' = 'a'`,
+        args: [panelId],
+      })
+      const family = async () => JSON.parse((await stored())[0].cells)[ids.family]
+      const tag = async () => JSON.parse((await stored())[0].cells)[ids.tag]
 
-    expect((await alice.put(`/api/columns/${ids.tag}`, { formula: '{Family} & "/" & {Gender}' })).status).toBe(200)
-    expect(await family()).toBe('Lovelace')
-    expect(await tag()).toBe('Lovelace/female')
+      expect((await alice.put(`/api/columns/${ids.tag}`, { formula: '{Family} & "/" & {Gender}' })).status).toBe(200)
+      expect(await family()).toBe('Lovelace')
+      expect(await tag()).toBe('Lovelace/female')
 
-    expect((await alice.put(`/api/columns/${ids.family}`, { fhirPath: 'Patient.name.family.last()' })).status).toBe(200)
-    expect(await family()).toBe('Zuse')
-    expect(await tag()).toBe('Zuse/female')
-  })
+      expect((await alice.put(`/api/columns/${ids.family}`, { fhirPath: 'Patient.name.family.last()' })).status).toBe(200)
+      expect(await family()).toBe('Zuse')
+      expect(await tag()).toBe('Zuse/female')
+    },
+  )
 
   it('materialises from the record a row whose stored cells lack a base column', async () => {
     await t.client.execute({ sql: `UPDATE records SET cells = '{}' WHERE panel_id = ? AND data ->> 'id' = 'c'`, args: [panelId] })
