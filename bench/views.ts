@@ -295,7 +295,7 @@ async function run(dir: string) {
     { name: 'bare, warm page', run: barePage },
   ])
 
-  rss.phase('recompute and working the list')
+  rss.phase('recompute of one calculated column')
   const r0 = performance.now()
   await json('PUT', `/api/columns/${calc.Senior.id}`, { formula: '{Age} >= 70' })
   for (;;) {
@@ -309,6 +309,7 @@ async function run(dir: string) {
 
   // Working the list: a tenth of the rows worked, then the page of the first view with its
   // columns chosen, against the same page filtering on `_status` and showing four virtual columns.
+  rss.phase('working the list (work state written by the bench in SQL, then pages)')
   const worked = await seedWorkState(db, panel.id, Math.round(ROWS / 10))
   const shown = [...base, ...calculated].map(([name]) => name)
   const plainView = await json('POST', '/api/views', {
