@@ -419,9 +419,13 @@ async function run(dir: string) {
     `| peak RSS of the process${ROWS < 1_000_000 ? ' (the goal is set at 1M rows)' : ''} | < 300 MB | ${mib(memory.maxRss)} | ${verdict(memory.maxRss < 300 * 1024 ** 2)} |`,
   )
   console.log('\nMemory per phase: peaks of process.memoryUsage() sampled every 20 ms, and the high-water mark of rss after it\n')
-  console.log('| phase | rss peak | V8 heap peak | high-water mark after |')
-  console.log('|---|---|---|---|')
-  for (const p of memory.phases) console.log(`| ${p.name} | ${mib(p.peak)} | ${mib(p.heapPeak)} | ${mib(p.maxRssAfter)} |`)
+  console.log('| phase | rss peak | V8 heap peak | high-water mark after | event loop held at most |')
+  console.log('|---|---|---|---|---|')
+  for (const p of memory.phases) {
+    console.log(
+      `| ${p.name} | ${mib(p.peak)} | ${mib(p.heapPeak)} | ${mib(p.maxRssAfter)} | ${(p.longestGap / 1000).toFixed(1)} s |`,
+    )
+  }
   bare.close()
   await deps.close()
 }
