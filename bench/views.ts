@@ -309,8 +309,9 @@ async function run(dir: string) {
 
   // Working the list: a tenth of the rows worked, then the page of the first view with its
   // columns chosen, against the same page filtering on `_status` and showing four virtual columns.
-  rss.phase('working the list (work state written by the bench in SQL, then pages)')
+  rss.phase('work state of a tenth of the rows, written by the bench in one SQL transaction')
   const worked = await seedWorkState(db, panel.id, Math.round(ROWS / 10))
+  rss.phase('working the list: pages with and without work columns')
   const shown = [...base, ...calculated].map(([name]) => name)
   const plainView = await json('POST', '/api/views', {
     name: 'Seniors by age, columns chosen',
