@@ -59,7 +59,7 @@ const CHUNK = 10_000
 
 async function run(dir: string) {
   const rss = rssTracker()
-  rss.phase('service start (deps, app, panel and columns)')
+  rss.phase('service start (deps and app)')
   const config = benchConfig(dir, 'views.db')
   const { db } = await openDatabase(config)
   const storage = createStorage({ driver: memoryDriver() })
@@ -85,7 +85,7 @@ async function run(dir: string) {
 
   // The same generated rows go to the NDJSON file the service syncs and to the bare table, a chunk
   // at a time, so memory stays flat whatever BENCH_ROWS is.
-  rss.phase('rows generated (NDJSON file and bare table)')
+  rss.phase('rows generated (NDJSON file and bare table), panel and columns created')
   const bare = await openBarePanel(join(dir, 'bare.db'))
   const today = new Date()
   const g0 = performance.now()
