@@ -18,9 +18,18 @@
  *   - the cost of working the list (WORKLIST.md §6): a tenth of the rows get work state, then the
  *     view page (its 10 columns chosen) against the same page that also filters on `_status` and
  *     shows `_status`, `_assignee`, `_dueAt` and `_overdue`, alternating call by call. Goal: p50 ≤ 1.2×.
- * BENCH_ROWS (100000), BENCH_REPEAT (30) and BENCH_EXPORT_REPEAT (5) tune it; BENCH_KEEP_DIR=1 keeps the database for a look.
+ *   - the bare baseline (issue 22 item 4): the same generated rows in a plain SQLite table with
+ *     typed columns and matching indexes, in a libSQL file of its own with the service's settings
+ *     (bench/lib/bare-panel.ts; its query plans are printed). The view page and the grouped view
+ *     alternate call by call with their bare counterparts (and with the service's answer computed
+ *     again, its cache emptied before each call); the first page after a small write to the panel
+ *     (a webhook delivery updating 3 rows, an upsert of the same 3 rows in the bare table)
+ *     alternates with a warm page. Every measure is given as a ratio to its bare counterpart, and a
+ *     goal table (issue 22) closes the run, with the process's peak RSS per phase.
+ * BENCH_ROWS (100000; 1000000 works: rows are generated, written and inserted in chunks),
+ * BENCH_REPEAT (30) and BENCH_EXPORT_REPEAT (5) tune it; BENCH_KEEP_DIR=1 keeps the database for a look.
  */
-import { writeFileSync } from 'node:fs'
+import { closeSync, openSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
 import { createStorage } from 'unstorage'
@@ -34,7 +43,10 @@ import { signToken } from '../src/lib/tokens.ts'
 import { sha256Hex } from '../src/runtime/node-crypto.ts'
 import { nodeFileStore } from '../src/runtime/node-files.ts'
 import { openDatabase } from '../src/runtime/node-primitives.ts'
+import { type BareGroups, type BarePage, type BareRow, bareRowOf, openBarePanel } from './lib/bare-panel.ts'
 import { patient } from './lib/fhir-patients.ts'
+import { interleaved, type StepTimes, turn } from './lib/interleaved.ts'
+import { mib, rssTracker } from './lib/rss.ts'
 import { BENCH_SECRET, benchConfig, inTempDir } from './lib/temp-dir.ts'
 import { seedWorkState } from './lib/work-state.ts'
 
@@ -45,12 +57,18 @@ const SECRET = BENCH_SECRET
 
 const main = () => inTempDir('panels-bench-views-', run)
 
+/** Rows generated, written to the NDJSON file and inserted into the bare table per chunk. */
+const CHUNK = 10_000
+
 async function run(dir: string) {
+  const rss = rssTracker()
+  rss.phase('service start (deps and app)')
   const config = benchConfig(dir, 'views.db')
   const { db } = await openDatabase(config)
+  const storage = createStorage({ driver: memoryDriver() })
   const deps = await buildDeps(config, {
     db,
-    storage: createStorage({ driver: memoryDriver() }),
+    storage,
     files: nodeFileStore(dir),
     sha256Hex,
     log: createLogger('error'),
@@ -68,7 +86,31 @@ async function run(dir: string) {
   }
   const json = async (method: string, path: string, body?: unknown) => (await call(method, path, body)).json()
 
-  writeFileSync(join(dir, 'patients.ndjson'), Array.from({ length: ROWS }, (_, i) => JSON.stringify(patient(i))).join('\n'))
+  // The same generated rows go to the NDJSON file the service syncs and to the bare table, a chunk
+  // at a time, so memory stays flat whatever BENCH_ROWS is.
+  rss.phase('rows generated (NDJSON file and bare table), panel and columns created')
+  const bare = await openBarePanel(join(dir, 'bare.db'))
+  const today = new Date()
+  const g0 = performance.now()
+  const file = openSync(join(dir, 'patients.ndjson'), 'w')
+  try {
+    for (let from = 0; from < ROWS; from += CHUNK) {
+      const lines: string[] = []
+      const rows: BareRow[] = []
+      for (let i = from; i < Math.min(ROWS, from + CHUNK); i++) {
+        const p = patient(i)
+        lines.push(JSON.stringify(p))
+        rows.push(bareRowOf(i + 1, p, today))
+      }
+      writeSync(file, `${from > 0 ? '\n' : ''}${lines.join('\n')}`)
+      await bare.insert(rows)
+      await turn()
+    }
+  } finally {
+    closeSync(file)
+  }
+  await bare.index()
+  const generateSeconds = (performance.now() - g0) / 1000
   const panel = await json('POST', '/api/panels', { name: 'Bench panel', tenantId: 'bench', userId: 'bench' })
   const base: [string, string, string][] = [
     ['Family', 'Patient.name.family.first()', 'text'],
@@ -90,6 +132,7 @@ async function run(dir: string) {
     calc[name] = await json('POST', `/api/panels/${panel.id}/columns/calculated`, { name, formula, type })
   }
 
+  rss.phase('initial sync')
   const t0 = performance.now()
   const source = await json('POST', `/api/panels/${panel.id}/datasources`, {
     type: 'json',
@@ -122,14 +165,53 @@ async function run(dir: string) {
     ],
   })
 
-  const page = await latencies(REPEAT, async (i) => {
-    const body = await json('GET', `/api/views/${view.id}/rows?limit=50&page=${1 + (i % 5)}`)
+  rss.phase('view page and grouped view, against the bare table')
+  const pageOf = (i: number) => 1 + (i % 5)
+  const servicePage = async (i: number) => {
+    const body = await json('GET', `/api/views/${view.id}/rows?limit=50&page=${pageOf(i)}`)
     if (body.data.length !== 50) throw new Error(`a page answered ${body.data.length} rows`)
-  })
-  const groups = await latencies(Math.max(5, Math.round(REPEAT / 2)), async () => {
+    return body
+  }
+  const bareQuery = { gender: 'female', minAge: 40 }
+  const barePage = async (i: number) => {
+    const answer = await bare.page((pageOf(i) - 1) * 50, 50, bareQuery.gender, bareQuery.minAge)
+    if (answer.rows.length !== 50) throw new Error(`a bare page answered ${answer.rows.length} rows`)
+    return answer
+  }
+  const serviceGroups = async () => {
     const body = await json('GET', `/api/views/${grouped.id}/rows?limit=50`)
     if (!body.groups?.length) throw new Error('no groups answered')
-  })
+    return body
+  }
+  const bareGroups = async () => {
+    const answer = await bare.grouped(50)
+    if (!answer.groups.length) throw new Error('no bare groups answered')
+    return answer
+  }
+  // The first calls compute the views' summaries (total, groups), which later calls read from the cache.
+  const f0 = performance.now()
+  const firstBody = await servicePage(1)
+  const firstPage = performance.now() - f0
+  const f1 = performance.now()
+  const firstGroups = await serviceGroups()
+  const firstGrouped = performance.now() - f1
+  sameAnswers(firstBody, await barePage(1), firstGroups, await bareGroups())
+  console.log('\nEXPLAIN QUERY PLAN of the bare statements:')
+  for (const line of await bare.plans(bareQuery.gender, bareQuery.minAge)) console.log(`  ${line}`)
+  const emptyCache = async () => {
+    await storage.clear()
+  }
+  const pages = await interleaved(REPEAT, [
+    { name: 'service', run: servicePage },
+    { name: 'service, summary computed', prepare: emptyCache, run: servicePage },
+    { name: 'bare', run: barePage },
+  ])
+  const groups = await interleaved(Math.max(5, Math.round(REPEAT / 2)), [
+    { name: 'service', run: serviceGroups },
+    { name: 'service, summary computed', prepare: emptyCache, run: serviceGroups },
+    { name: 'bare', run: bareGroups },
+  ])
+  const page = { first: firstPage, ...pages.service }
 
   const unsorted = await json('POST', '/api/views', {
     name: 'Everyone',
@@ -148,11 +230,11 @@ async function run(dir: string) {
   let orderedRows = 0
   let sortedNow = false
   const orderCall = async () => {
-    const text = await (await call('GET', `/api/views/${(sortedNow ? sorted : unsorted).id}/export?format=csv`)).text()
-    orderedRows = text.split('\n').filter(Boolean).length - 1
+    orderedRows = (await lines(await call('GET', `/api/views/${(sortedNow ? sorted : unsorted).id}/export?format=csv`))) - 1
     if (orderedRows !== ROWS) throw new Error(`an export of ${orderedRows} rows`)
   }
   // "on" is the sorted view, "off" the same rows in record-id order.
+  rss.phase('exports and the read audit')
   const byOrder = await alternating(
     EXPORT_REPEAT,
     (on) => {
@@ -162,9 +244,8 @@ async function run(dir: string) {
   )
 
   const e0 = performance.now()
-  const csv = await (await call('GET', `/api/views/${grouped.id}/export?format=csv`)).text()
+  const exported = (await lines(await call('GET', `/api/views/${grouped.id}/export?format=csv`))) - 1
   const exportSeconds = (performance.now() - e0) / 1000
-  const exported = csv.split('\n').filter(Boolean).length - 1
 
   // The audit's cost: on and off alternate call by call, so drift of the machine hits both alike.
   const setAudit = (on: boolean) => {
@@ -176,13 +257,48 @@ async function run(dir: string) {
   }
   const auditedPage = await alternating(REPEAT * 2, setAudit, pageCall)
   const exportCall = async () => {
-    const text = await (await call('GET', `/api/views/${grouped.id}/export?format=csv`)).text()
-    if (text.length === 0) throw new Error('an empty export')
+    if ((await lines(await call('GET', `/api/views/${grouped.id}/export?format=csv`))) === 0) throw new Error('an empty export')
   }
   const auditedExport = await alternating(EXPORT_REPEAT, setAudit, exportCall)
   setAudit(true)
   const [{ n: records }] = await db.all<{ n: number }>(sql`SELECT count(*) AS n FROM access_records`)
 
+  // The first page after a small write: a webhook delivery updating 3 rows of the panel (female,
+  // over 40, so in the view; their Family moves them between the first page and the last), and
+  // the same 3 rows upserted in the bare table; each against a warm page, alternating call by call.
+  rss.phase('first page after a write')
+  await json('POST', `/api/panels/${panel.id}/datasources`, {
+    type: 'webhook',
+    config: { endpoint: 'bench-views-writes', events: ['data.created', 'data.updated'], verifySignature: false },
+  })
+  const written = [1, 3, 5].map((i) => patient(i))
+  const familyAt = (n: number) => (n % 2 === 0 ? 'Abbott' : 'Young')
+  let deliveries = 0
+  const deliver = async () => {
+    const n = deliveries++
+    const data = written.map((p) => ({ ...p, name: [{ ...p.name[0], family: familyAt(n) }] }))
+    const res = await app.request('/api/webhooks/bench-views-writes', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ id: `bench-${n}`, event: 'data.updated', data }),
+    })
+    if (res.status !== 200) throw new Error(`a webhook delivery answered ${res.status}: ${await res.text()}`)
+  }
+  let bareWrites = 0
+  const bareWrite = async () => {
+    const n = bareWrites++
+    await bare.upsert(
+      written.map((p, k) => bareRowOf(ROWS + 1 + k, { ...p, name: [{ ...p.name[0], family: familyAt(n) }] }, today)),
+    )
+  }
+  const afterWrite = await interleaved(REPEAT, [
+    { name: 'service, first page after a write', prepare: deliver, run: servicePage },
+    { name: 'service, warm page', run: servicePage },
+    { name: 'bare, first page after a write', prepare: bareWrite, run: barePage },
+    { name: 'bare, warm page', run: barePage },
+  ])
+
+  rss.phase('recompute of one calculated column')
   const r0 = performance.now()
   await json('PUT', `/api/columns/${calc.Senior.id}`, { formula: '{Age} >= 70' })
   for (;;) {
@@ -197,7 +313,9 @@ async function run(dir: string) {
 
   // Working the list: a tenth of the rows worked, then the page of the first view with its
   // columns chosen, against the same page filtering on `_status` and showing four virtual columns.
+  rss.phase('work state of a tenth of the rows, written by the bench in one SQL transaction')
   const worked = await seedWorkState(db, panel.id, Math.round(ROWS / 10))
+  rss.phase('working the list: pages with and without work columns')
   const shown = [...base, ...calculated].map(([name]) => name)
   const plainView = await json('POST', '/api/views', {
     name: 'Seniors by age, columns chosen',
@@ -238,7 +356,7 @@ async function run(dir: string) {
     `| view page (2 filters, 2 sorts, 50 rows) | p50 ${page.p50.toFixed(1)} ms, p95 ${page.p95.toFixed(1)} ms (first ${page.first.toFixed(1)} ms) | p50 ≤ 50 ms: ${verdict(page.p50 <= 50)} |`,
   )
   console.log(
-    `| grouped view, 3 aggregations | p50 ${groups.p50.toFixed(1)} ms, p95 ${groups.p95.toFixed(1)} ms (first ${groups.first.toFixed(1)} ms) | p50 ≤ 300 ms: ${verdict(groups.p50 <= 300)} |`,
+    `| grouped view, 3 aggregations | p50 ${groups.service.p50.toFixed(1)} ms, p95 ${groups.service.p95.toFixed(1)} ms (first ${firstGrouped.toFixed(1)} ms) | p50 ≤ 300 ms: ${verdict(groups.service.p50 <= 300)} |`,
   )
   console.log(
     `| CSV export of ${exported.toLocaleString('en')} rows | ${exportSeconds.toFixed(2)} s, ${rate(exported, exportSeconds)} rows/s | ≥ 50,000 rows/s: ${verdict(exported / exportSeconds >= 50_000)} |`,
@@ -262,7 +380,121 @@ async function run(dir: string) {
     `| view page filtering on \`_status\` and showing 4 virtual columns (${worked.toLocaleString('en')} rows worked) vs the same page without them | with p50 ${byWork.on.toFixed(1)} ms, p95 ${byWork.onP95.toFixed(1)} ms; without p50 ${byWork.off.toFixed(1)} ms, p95 ${byWork.offP95.toFixed(1)} ms: ratio ${workRatio.toFixed(2)} | ≤ 1.2×: ${verdict(workRatio <= 1.2)} |`,
   )
   console.log(`\n(${Number(records).toLocaleString('en')} access records written by this run)`)
+
+  // Against the bare database: every service measure beside its bare counterpart of the same rounds.
+  const ms = (t: StepTimes) => `${t.p50.toFixed(2)} / ${t.p95.toFixed(2)}`
+  const ratio = (a: number, b: number) => `${(a / b).toFixed(1)}×`
+  console.log(`\nAgainst the bare database (${ROWS.toLocaleString('en')} rows; p50 / p95 ms of the same rounds)\n`)
+  console.log('| measure | service | bare | service ÷ bare (p50) |')
+  console.log('|---|---|---|---|')
+  const against = (name: string, service: StepTimes, bareTimes: StepTimes) =>
+    console.log(`| ${name} | ${ms(service)} | ${ms(bareTimes)} | ${ratio(service.p50, bareTimes.p50)} |`)
+  against('view page (total cached by the service)', pages.service, pages.bare)
+  against('view page, summary computed (cache emptied before each call)', pages['service, summary computed'], pages.bare)
+  against('grouped view (summary cached by the service)', groups.service, groups.bare)
+  against('grouped view, summary computed (cache emptied before each call)', groups['service, summary computed'], groups.bare)
+  against(
+    'first page after a write',
+    afterWrite['service, first page after a write'],
+    afterWrite['bare, first page after a write'],
+  )
+  against('warm page (same rounds)', afterWrite['service, warm page'], afterWrite['bare, warm page'])
+  console.log(
+    `\nFirst requests (summary not cached yet): view page ${firstPage.toFixed(1)} ms, grouped view ${firstGrouped.toFixed(1)} ms. ` +
+      `Generating the rows (NDJSON file and bare table, indexes included): ${generateSeconds.toFixed(1)} s.`,
+  )
+
+  const memory = rss.stop()
+  const afterWriteRatio = afterWrite['service, first page after a write'].p50 / afterWrite['service, warm page'].p50
+  const pageGoal = ROWS <= 100_000 ? 10 : 15
+  const pageRatio = pages.service.p50 / pages.bare.p50
+  const groupRatio = groups.service.p50 / groups.bare.p50
+  console.log(`\nGoals (issue 22) at ${ROWS.toLocaleString('en')} rows\n`)
+  console.log('| measure | goal | measured | result |')
+  console.log('|---|---|---|---|')
+  console.log(
+    `| view page p50 | ≤ ${pageGoal} ms | ${pages.service.p50.toFixed(1)} ms | ${verdict(pages.service.p50 <= pageGoal)} |`,
+  )
+  console.log(`| view page p50 ÷ bare | ≤ 5× | ${ratio(pages.service.p50, pages.bare.p50)} | ${verdict(pageRatio <= 5)} |`)
+  console.log(`| grouped view p50 ÷ bare | ≤ 3× | ${ratio(groups.service.p50, groups.bare.p50)} | ${verdict(groupRatio <= 3)} |`)
+  console.log(
+    `| first page after a write ÷ warm page (p50) | ≤ 2× | ${afterWrite['service, first page after a write'].p50.toFixed(1)} ÷ ${afterWrite['service, warm page'].p50.toFixed(1)} ms = ${afterWriteRatio.toFixed(1)}× | ${verdict(afterWriteRatio <= 2)} |`,
+  )
+  console.log(
+    `| peak RSS of the process${ROWS < 1_000_000 ? ' (the goal is set at 1M rows)' : ''} | < 300 MB | ${mib(memory.maxRss)} | ${verdict(memory.maxRss < 300 * 1024 ** 2)} |`,
+  )
+  console.log('\nMemory per phase: peaks of process.memoryUsage() sampled every 20 ms, and the high-water mark of rss after it\n')
+  console.log('| phase | rss peak | V8 heap peak | high-water mark after | event loop held at most |')
+  console.log('|---|---|---|---|---|')
+  for (const p of memory.phases) {
+    console.log(
+      `| ${p.name} | ${mib(p.peak)} | ${mib(p.heapPeak)} | ${mib(p.maxRssAfter)} | ${(p.longestGap / 1000).toFixed(1)} s |`,
+    )
+  }
+  bare.close()
   await deps.close()
+}
+
+/** Lines of a streamed response body (a CSV export), counted without holding the body. */
+async function lines(res: Response): Promise<number> {
+  if (!res.body) return 0
+  let count = 0
+  let last = 10
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+    for (let i = 0; i < chunk.length; i++) if (chunk[i] === 10) count++
+    if (chunk.length > 0) last = chunk[chunk.length - 1]
+  }
+  return last === 10 ? count : count + 1
+}
+
+/**
+ * Checks the service and the bare table answer the same: the page's rows (the columns that decide
+ * and show its order) and total, the groups' keys, counts and aggregations. A bench of a different
+ * query would mean nothing.
+ */
+function sameAnswers(page: ServiceAnswer, barePage: BarePage, grouped: ServiceAnswer, bareGrouped: BareGroups) {
+  const rowsOf = (rows: Record<string, unknown>[]) =>
+    rows.map((r) => [r.Family, r.Given, r['Birth Date'], r.City, r['Postal Code'], r.Age])
+  const bareRowsOf = (rows: Record<string, unknown>[]) =>
+    rows.map((r) => [r.family, r.given, r.birth_date, r.city, r.postal_code, Number(r.age)])
+  const aggregated = (g: { count: number; aggregations: Record<string, unknown> }) => [
+    g.count,
+    Number(g.aggregations.meanAge).toFixed(6),
+    g.aggregations['max(Age)'],
+    g.aggregations['distinct(Family)'],
+  ]
+  const bareAggregated = (g: Record<string, unknown>) => [Number(g.n), Number(g.a0).toFixed(6), Number(g.a1), Number(g.a2)]
+  const pairs: [string, unknown, unknown][] = [
+    ['view page rows', rowsOf(page.data), bareRowsOf(barePage.rows)],
+    ['view page total', page.meta.total, barePage.total],
+    ['grouped view rows', rowsOf(grouped.data), bareRowsOf(bareGrouped.rows)],
+    ['grouped view total', grouped.meta.total, Number(bareGrouped.overall.n)],
+    [
+      'groups',
+      (grouped.groups ?? []).map((g) => [g.key.City, ...aggregated(g)]),
+      bareGrouped.groups.map((g) => [g.g0, ...bareAggregated(g)]),
+    ],
+    [
+      'overall aggregations',
+      aggregated({ count: grouped.meta.total, aggregations: grouped.aggregations ?? {} }),
+      bareAggregated(bareGrouped.overall),
+    ],
+  ]
+  for (const [name, service, bareAnswer] of pairs) {
+    if (JSON.stringify(service) !== JSON.stringify(bareAnswer)) {
+      throw new Error(
+        `the bare ${name} differ from the service's:\n${JSON.stringify(bareAnswer).slice(0, 400)}\n${JSON.stringify(service).slice(0, 400)}`,
+      )
+    }
+  }
+}
+
+/** What the rows endpoint answers, as far as the comparison reads it. */
+interface ServiceAnswer {
+  data: Record<string, unknown>[]
+  meta: { total: number }
+  groups?: { key: Record<string, unknown>; count: number; aggregations: Record<string, unknown> }[]
+  aggregations?: Record<string, unknown>
 }
 
 /**
@@ -305,26 +537,11 @@ async function alternating(n: number, set: (on: boolean) => void, once: (i: numb
     const t = performance.now()
     await once(i >> 1)
     times[on ? 'on' : 'off'].push(performance.now() - t)
+    await turn()
   }
   const at = (list: number[], q: number) =>
     [...list].sort((a, b) => a - b)[Math.min(list.length - 1, Math.floor(q * list.length))]
   return { on: at(times.on, 0.5), off: at(times.off, 0.5), onP95: at(times.on, 0.95), offP95: at(times.off, 0.95) }
-}
-
-/** p50/p95 of `n` calls after a first one, whose own time (summary not cached yet) is `first`. */
-async function latencies(n: number, once: (i: number) => Promise<void>) {
-  const t0 = performance.now()
-  await once(0)
-  const first = performance.now() - t0
-  const times: number[] = []
-  for (let i = 0; i < n; i++) {
-    const t = performance.now()
-    await once(i)
-    times.push(performance.now() - t)
-  }
-  times.sort((a, b) => a - b)
-  const at = (q: number) => times[Math.min(times.length - 1, Math.floor(q * times.length))]
-  return { first, p50: at(0.5), p95: at(0.95) }
 }
 
 main().catch((err) => {
