@@ -4,6 +4,7 @@ import { rowsAffected, runBatch } from '../db/client.ts'
 import { panels } from '../db/schema.ts'
 import type { Deps } from '../deps.ts'
 import { type CellError, type MaterialisedRow, rematerialise } from '../engine/cells/materialise.ts'
+import { nextTurn } from '../lib/turn.ts'
 import type { LiveBus } from '../live/bus.ts'
 import { type ReadRow, type RowsTarget, rebuildRecords, recordRowsQuery, storedRowsOf } from './expand.ts'
 import { heldPage, holdStatements, type ReadHeld, releaseByIds } from './held.ts'
@@ -54,6 +55,8 @@ export async function recomputePanel(
     let after = 0
     for (;;) {
       if (stop?.aborted) return written
+      // Between batches the process serves others (a recompute of a million rows runs for a while).
+      if (after > 0) await nextTurn()
       const from = after
       const page = plan.view ? [] : await readPage(db, { tenantId, panelId, after, trusted })
       // A panel defined by a view, or rows left by one, are rebuilt from their records (rebuildBatch).
