@@ -38,7 +38,8 @@ export const conflictResponse = { 409: errorResponse('Conflict with the current 
 
 export const bearer = [{ Bearer: [] }]
 
-const positiveId = (name: string) =>
+/** A positive integer path parameter named `name`. */
+export const positiveId = (name: string) =>
   z
     .string()
     .regex(/^[1-9]\d{0,15}$/, 'must be a positive integer')

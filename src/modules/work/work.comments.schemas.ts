@@ -1,6 +1,6 @@
 import { z } from '@hono/zod-openapi'
-import { TenantBody, TenantQuery, Timestamp } from '../../http/router.ts'
-import { PanelRowParams, positiveId, ViewRowParams } from './work.schemas.ts'
+import { positiveId, TenantBody, TenantQuery, Timestamp } from '../../http/router.ts'
+import { PanelRowParams, ViewRowParams } from './work.schemas.ts'
 
 /** Request and answer shapes of the comments on a row (docs/worklist.md "Comments"). */
 

@@ -1,14 +1,7 @@
 import { z } from '@hono/zod-openapi'
-import { TenantBody, TenantQuery } from '../../http/router.ts'
+import { positiveId, TenantBody, TenantQuery } from '../../http/router.ts'
 
 /** Request and answer shapes of working the list (docs/worklist.md). */
-
-export const positiveId = (name: string) =>
-  z
-    .string()
-    .regex(/^[1-9]\d{0,15}$/, 'must be a positive integer')
-    .transform(Number)
-    .openapi({ param: { name, in: 'path' }, type: 'integer', example: 1 } as never)
 
 export const PanelRowParams = z.object({ panelId: positiveId('panelId'), rowId: positiveId('rowId') })
 export const ViewRowParams = z.object({ id: positiveId('id'), rowId: positiveId('rowId') })
