@@ -48,9 +48,12 @@ export async function loadWorkflow(ctx: { db: Db; scope: { tenantId: string } },
  * The done statuses of the panel whose id is `panelId`, in SQL, read where a statement runs (so a
  * conditional write sees the workflow as it is written); the defaults' while the panel has none.
  */
-export const doneStatusesSql = (panelId: SQL): SQL =>
+export const doneStatusesSql = (panelId: SQL): SQL => statusesSql(panelId, sql`s.value ->> 'done'`)
+
+/** The statuses of the panel whose id is `panelId` (only those where `which` holds, over `s`), in SQL, read where a statement runs. */
+export const statusesSql = (panelId: SQL, which: SQL = sql`1`): SQL =>
   sql`SELECT s.value ->> 'value' FROM panels p, json_each(coalesce(p.workflow, ${JSON.stringify(DEFAULT_WORKFLOW)}), '$.statuses') s
-    WHERE p.id = ${panelId} AND s.value ->> 'done'`
+    WHERE p.id = ${panelId} AND ${which}`
 
 /** Milliseconds of an SLA's `dueAfter` (a checked duration: weeks, days, hours, minutes, seconds). */
 export function dueAfterMs(dueAfter: string): number {

@@ -6,7 +6,7 @@ import { cell } from '../../rowstore/query/filter-sql.ts'
 import { type RecordRow, type Row, toRow } from '../../rowstore/query/row-shape.ts'
 import { virtualColumn, type WorkClock } from '../../rowstore/query/virtual.ts'
 import { workStateJson } from '../../rowstore/work-sql.ts'
-import { DEFAULT_WORKFLOW, workClock, workflowOf } from '../../rowstore/workflow.ts'
+import { statusesSql, workClock, workflowOf } from '../../rowstore/workflow.ts'
 import { noteAccess } from '../audit/audit.record.ts'
 import { findRow, isManager, openRows, type RowsAccess, type RowsPath, requireRowPermission } from './work.access.ts'
 import type { WorkPatchInput, WorkStateDto } from './work.schemas.ts'
@@ -74,7 +74,7 @@ export async function patchWork(
     return worked(access, record, current)
   }
   // The status must still be one of the workflow's as it is written (a workflow change may race).
-  const statusHolds = patch.status === undefined ? sql`1` : sql`${patch.status} IN (${statusesSql(access.panel.id)})`
+  const statusHolds = patch.status === undefined ? sql`1` : sql`${patch.status} IN (${statusesSql(sql`${access.panel.id}`)})`
   const changed = await applyWork(ctx, {
     panelId: access.panel.id,
     pick: sql`SELECT id FROM row_identities WHERE id = ${rowId} AND version = ${current.version} AND ${statusHolds}`,
@@ -231,9 +231,3 @@ function free(clock: WorkClock): SQL {
   return sql`${v('_assignee')} IS NULL AND ${v('_snoozed')} = 0
     AND ${v('_status')} NOT IN (SELECT value FROM json_each(${JSON.stringify(clock.done)}))`
 }
-
-/** The statuses of the panel's workflow (the defaults while it has none), in SQL. */
-const statusesSql = (panelId: number): SQL =>
-  sql`SELECT s.value ->> 'value' FROM panels p, json_each(p.workflow, '$.statuses') s WHERE p.id = ${panelId}
-    UNION ALL SELECT d.value FROM json_each(${JSON.stringify(DEFAULT_WORKFLOW.statuses.map((st) => st.value))}) d
-    WHERE (SELECT workflow FROM panels WHERE id = ${panelId}) IS NULL`
