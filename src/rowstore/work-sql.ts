@@ -94,30 +94,29 @@ export function workChangeStatements(change: {
     sql`UPDATE row_identities SET ${change.set}, version = version + 1, work_updated_at = ${at}, work_updated_by = ${by}
       WHERE id IN (${ids})`,
     refreshWorkStatement(ids),
+    // The fields that changed, `{ field: { from, to } }`, worked out once for the event and the change record.
+    sql`UPDATE pending_changes SET changed = (SELECT json_group_object(f.value, json_object(
+          'from', json(pending_changes.row -> ('$.' || f.value)), 'to', json(a.w -> ('$.' || f.value))))
+        FROM (SELECT ${workStateJson('i')} AS w FROM row_identities i WHERE i.id = pending_changes.row_id) a, json_each(${fields}) f
+        WHERE (pending_changes.row -> ('$.' || f.value)) IS NOT (a.w -> ('$.' || f.value)))
+      WHERE token = ${token} AND view_id = ${CAPTURED}`,
     ...appendEventsFrom(
       change.tenantId,
       sql`SELECT i.id AS ord, 'row.work_updated' AS type, ${change.panelId} AS panel_id, NULL AS view_id,
           i.data_source_id AS data_source_id, json_object('rowId', i.id, 'key', i.key, 'panelId', i.panel_id,
-          'work', json(${workStateJson('i')}), 'changed', json(${changedJson('p.row', 'i')}), 'by', ${by}, 'cause', ${change.cause}) AS data
+          'work', json(${workStateJson('i')}), 'changed', json(p.changed), 'by', ${by}, 'cause', ${change.cause}) AS data
         FROM pending_changes p JOIN row_identities i ON i.id = p.row_id
         WHERE p.token = ${token} AND p.view_id = ${CAPTURED}`,
       at,
     ),
     sql`INSERT INTO changes (tenant_id, user_id, panel_id, entity_type, entity_id, action, changes, metadata, created_at)
-      SELECT ${change.tenantId}, ${by}, ${change.panelId}, 'row', i.id, 'UPDATE',
-        (SELECT json_group_object(f.value, json_object('oldValue', json(p.row -> ('$.' || f.value)), 'newValue',
-            json(${workStateJson('i')} -> ('$.' || f.value))))
-          FROM json_each(${fields}) f WHERE (p.row -> ('$.' || f.value)) IS NOT (${workStateJson('i')} -> ('$.' || f.value))),
+      SELECT ${change.tenantId}, ${by}, ${change.panelId}, 'row', p.row_id, 'UPDATE',
+        (SELECT json_group_object(c.key, json_object('oldValue', c.value -> '$.from', 'newValue', c.value -> '$.to'))
+          FROM json_each(p.changed) c),
         ${change.metadata}, ${at}
-      FROM pending_changes p JOIN row_identities i ON i.id = p.row_id WHERE p.token = ${token} AND p.view_id = ${CAPTURED}`,
+      FROM pending_changes p WHERE p.token = ${token} AND p.view_id = ${CAPTURED}`,
   ]
   return { capture, apply }
-
-  function changedJson(before: string, i: string): SQL {
-    return sql`(SELECT json_group_object(f.value, json_object('from', json(${sql.raw(before)} -> ('$.' || f.value)), 'to',
-        json(${workStateJson(i)} -> ('$.' || f.value))))
-      FROM json_each(${fields}) f WHERE (${sql.raw(before)} -> ('$.' || f.value)) IS NOT (${workStateJson(i)} -> ('$.' || f.value)))`
-  }
 }
 
 /**
