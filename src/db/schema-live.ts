@@ -1,4 +1,5 @@
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { sql } from 'drizzle-orm'
+import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 import { timestamps } from './schema.ts'
 
 /**
@@ -54,6 +55,26 @@ export const eventSequences = sqliteTable('event_sequences', {
   lastSeq: integer().notNull(),
 })
 
+/** How many order keys a membership row holds (rowstore/query/member-order.ts). */
+export const ORDER_KEY_COUNT = 8
+
+export const ORDER_KEY_NAMES = Array.from({ length: ORDER_KEY_COUNT }, (_, i) => `s${i}`)
+
+/**
+ * The order keys of a view's member (`s0` … `s7`): the view's sort terms, each made ascending
+ * (member-order.ts), stored as the values are (no affinity: a text stays text, a number a number).
+ */
+const orderKeys = {
+  s0: blob(),
+  s1: blob(),
+  s2: blob(),
+  s3: blob(),
+  s4: blob(),
+  s5: blob(),
+  s6: blob(),
+  s7: blob(),
+}
+
 /**
  * View membership as data (LIVE.md; docs/live.md "Membership"): the rows each view matched after
  * the last write that touched them, by stable identity (source, record key), with the row as the
@@ -70,10 +91,17 @@ export const viewMembers = sqliteTable(
     rowId: integer().notNull(),
     /** The row as `GET /api/views/{id}/rows` showed it (JSON text). */
     row: text().notNull(),
+    ...orderKeys,
   },
   (t) => [
     primaryKey({ columns: [t.viewId, t.dataSourceId, t.key] }),
     index('view_members_panel_idx').on(t.panelId, t.dataSourceId, t.key),
+    // A view's page is a walk of this index (rowstore/query/member-order.ts): its order keys, then the lasting row id.
+    index('view_members_order_idx').on(
+      t.viewId,
+      ...ORDER_KEY_NAMES.map((k) => sql`${sql.identifier(k)} COLLATE NOCASE`),
+      t.rowId,
+    ),
   ],
 )
 
@@ -95,6 +123,8 @@ export const pendingChanges = sqliteTable(
     rowId: integer(),
     row: text(),
     changed: text(),
+    /** A view's moves: the member's order keys (view_members `s0` …). */
+    ...orderKeys,
   },
   (t) => [primaryKey({ columns: [t.token, t.viewId, t.dataSourceId, t.key] })],
 )

@@ -244,6 +244,11 @@ export const views = sqliteTable(
      * silently (one `view.updated`, no `row.*` events; LIVE.md).
      */
     membershipKey: text(),
+    /**
+     * How many rows `view_members` holds for the view, kept by the same statements that move it
+     * (rowstore/membership.ts); null until an evaluation counted them. A page's total reads it.
+     */
+    memberCount: integer(),
   },
   (t) => [index('views_tenant_user_idx').on(t.tenantId, t.userId), index('views_tenant_panel_idx').on(t.tenantId, t.panelId)],
 )

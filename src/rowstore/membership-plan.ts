@@ -1,11 +1,13 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
-import type { CohortRule, FilterCriterion, Workflow } from '../db/schema.ts'
+import type { CohortRule, FilterCriterion, SortCriterion, Workflow } from '../db/schema.ts'
 import { type ColumnRef, type FilterIssue, resolveCohortRule, resolveFilters } from '../engine/filters/resolve.ts'
 import { hashText } from './digest.ts'
 import { panelColumnsOf } from './query/columns.ts'
 import { filterSql } from './query/filter-sql.ts'
+import { memberOrderKeys } from './query/member-order.ts'
 import { visibleColumns } from './query/row-shape.ts'
+import { viewSortKeys } from './query/view-order.ts'
 import { meInFilters, VIRTUAL_NAMES, virtualColumn, type WorkClock, withVirtual } from './query/virtual.ts'
 import { loadViewPayloads, type ViewPayload } from './view-payload.ts'
 import { slaMs, workClock } from './workflow.ts'
@@ -37,7 +39,21 @@ export interface MemberView {
   clock: WorkClock
   /** The view filters on or shows a virtual column: a change of work state alone can move it. */
   readsWork: boolean
+  /**
+   * The order keys of a member (member-order.ts) over `r`, with the virtual columns as of `now`;
+   * null when the view's order needs more keys than a member holds (its pages then sort).
+   */
+  orderAt: (now: string) => SQL[] | null
+  /**
+   * The view's rule, filters, columns or order name a column whose value changes with time alone
+   * (`_overdue`, `_snoozed`, `_assignee`, `_claimExpiresAt`): its members are as of the last
+   * write or time step (work-time.ts), which a reader checks is not behind.
+   */
+  readsTime: boolean
 }
+
+/** The virtual columns whose value time alone changes (virtual.ts). */
+const TIME_NAMES = ['_overdue', '_snoozed', '_assignee', '_claimExpiresAt']
 
 /** The views of one panel, compiled for membership. */
 export interface PanelMembership {
@@ -68,6 +84,7 @@ type ViewRecord = {
   filters: string
   config: string
   column_visibility: string
+  sorting: string
   source_view_id: number | null
   membership_key: string | null
 }
@@ -81,11 +98,12 @@ export interface ViewPatch {
   filters?: unknown
   config?: unknown
   columnVisibility?: unknown
+  sorting?: unknown
 }
 
 /**
  * The panel's views compiled for membership; none when the panel is gone. With `patched`, that
- * view as it is about to be saved. `at`: the time of the write the membership moves for, against
+ * view as it is about to be saved; with `only`, just that view (no payloads). `at`: the time of the write the membership moves for, against
  * which the time-dependent virtual columns (`_overdue`, `_snoozed`, an expired claim) are computed
  * (docs/worklist.md "Time rules"); the current time when not given.
  */
@@ -93,7 +111,7 @@ export async function loadPanelMembership(
   db: Db,
   tenantId: string,
   panelId: number,
-  options: { patched?: ViewPatch; at?: string | Date } = {},
+  options: { patched?: ViewPatch; at?: string | Date; only?: number } = {},
 ): Promise<PanelMembership> {
   const { patched } = options
   const [panels, viewRows, columnRows] = await db.batch([
@@ -101,7 +119,7 @@ export async function loadPanelMembership(
       sql`SELECT cohort_rule, workflow FROM panels WHERE id = ${panelId} AND tenant_id = ${tenantId} AND deleted_at IS NULL`,
     ),
     db.all<ViewRecord>(sql`
-      SELECT id, user_id, name, filters, config, column_visibility, source_view_id, membership_key FROM views
+      SELECT id, user_id, name, filters, config, column_visibility, sorting, source_view_id, membership_key FROM views
       WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} ORDER BY id`),
     db.all<{ id: number; name: string; type: string; column_type: string; formula: string | null }>(sql`
       SELECT id, name, type, column_type, formula FROM columns WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} ORDER BY id`),
@@ -126,11 +144,14 @@ export async function loadPanelMembership(
         config: patched.config === undefined ? v.config : JSON.stringify(patched.config),
         column_visibility:
           patched.columnVisibility === undefined ? v.column_visibility : JSON.stringify(patched.columnVisibility),
+        sorting: patched.sorting === undefined ? v.sorting : JSON.stringify(patched.sorting),
       }
     }
   }
   const byId = new Map(viewRows.map((v) => [Number(v.id), v]))
-  const views = viewRows.map((v): MemberView => {
+  // `only`: a reader's check of one view's stored members (query/members.ts); the others are not compiled.
+  const compiled = options.only === undefined ? viewRows : viewRows.filter((v) => Number(v.id) === options.only)
+  const views = compiled.map((v): MemberView => {
     const chain = copyChain(v, byId)
     // The condition with the virtual columns as of `now`; `@me` in a view's filters is its owner:
     // the view's events are computed as for them.
@@ -143,8 +164,19 @@ export async function loadPanelMembership(
     }
     const { where, issues } = condition(clock.now)
     const shown = shownColumns(columns.list, chain.length, v, byId, (name) => virtualColumn(name, clock))
-    // `rows: 2`: rows carry `_key` and their lasting `_id` (docs/worklist.md); older memberships are evaluated afresh.
-    const query = { rows: 2, cohortRule, filters: chain, shown: shown.map((c) => [c.id, c.name, c.kind]) }
+    // The order its members are stored in (member-order.ts): the view's groups, then its sorting.
+    const config = JSON.parse(v.config) as { groupBy?: string[] }
+    const sorting = JSON.parse(v.sorting) as SortCriterion[]
+    const orderAt = (now: string): SQL[] | null => {
+      const lookup = now === clock.now ? columns.byName : withVirtual(real.byName, { ...clock, now })
+      const found: FilterIssue[] = []
+      const { keys } = viewSortKeys({ groupBy: config.groupBy, sorting }, lookup, found)
+      return found.length > 0 ? null : memberOrderKeys(keys)
+    }
+    // `rows: 3`: rows carry `_key` and their lasting `_id` (docs/worklist.md), members their order
+    // keys (`order`); older memberships are evaluated afresh.
+    const order = { groupBy: config.groupBy ?? [], sorting }
+    const query = { rows: 3, cohortRule, filters: chain, shown: shown.map((c) => [c.id, c.name, c.kind]), order }
     // The done statuses decide `_overdue`: a view that reads it is evaluated afresh when they change.
     const text = JSON.stringify(query)
     const key = JSON.stringify(text.includes('"_overdue"') ? { ...query, done: clock.done } : query)
@@ -158,6 +190,8 @@ export async function loadPanelMembership(
       storedKey: v.membership_key,
       where: issues.length > 0 ? null : where,
       whereAt: (now) => (issues.length > 0 ? null : now === clock.now ? where : condition(now).where),
+      orderAt,
+      readsTime: TIME_NAMES.some((name) => text.includes(`"${name}"`)),
       shape: JSON.stringify([
         ['_id', '_id'],
         ['_key', '_key'],
@@ -169,7 +203,7 @@ export async function loadPanelMembership(
     }
   })
   // Only a view whose query compiles is evaluated (and announced); one that does not never settles its key.
-  const reset = views.some((v) => v.where !== null && v.key !== v.storedKey)
+  const reset = options.only === undefined && views.some((v) => v.where !== null && v.key !== v.storedKey)
   return {
     tenantId,
     panelId,

@@ -1,8 +1,10 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
+import { ORDER_KEY_NAMES } from '../db/schema-live.ts'
 import type { ColumnRef } from '../engine/filters/resolve.ts'
 import { appendEventsFrom } from './events.ts'
 import { loadPanelMembership, type MemberView, type PanelMembership, type ViewPatch } from './membership-plan.ts'
+import { memberKeyColumns, memberKeysDiffer, memberKeyValues } from './query/member-order.ts'
 import { VIRTUAL_NAMES, virtualColumn, virtualSql } from './query/virtual.ts'
 
 /**
@@ -73,15 +75,24 @@ export function resetStatements(
   write: Pick<RowWrite, 'at'>,
   announce = true,
 ): SQL[] {
-  if (!view.where) return [sql`DELETE FROM view_members WHERE view_id = ${view.id}`]
+  if (!view.where) {
+    return [
+      sql`DELETE FROM view_members WHERE view_id = ${view.id}`,
+      sql`UPDATE views SET member_count = NULL WHERE id = ${view.id}`,
+    ]
+  }
   const unchanged = sql`EXISTS (SELECT 1 FROM views WHERE id = ${view.id} AND membership_key IS ${view.storedKey})`
   const statements = [
     sql`DELETE FROM view_members WHERE view_id = ${view.id} AND ${unchanged}`,
-    sql`INSERT INTO view_members (view_id, data_source_id, key, tenant_id, panel_id, row_id, row)
-      SELECT ${view.id}, r.data_source_id, r.key, r.tenant_id, r.panel_id, r.row_id, ${rowJson(view, write.at)}
+    sql`INSERT INTO view_members (view_id, data_source_id, key, tenant_id, panel_id, row_id, row, ${sql.raw(memberKeyColumns())})
+      SELECT ${view.id}, r.data_source_id, r.key, r.tenant_id, r.panel_id, r.row_id, ${rowJson(view, write.at)},
+        ${memberKeyValues(view.orderAt(write.at) ?? [])}
       FROM records r JOIN data_sources s ON s.id = r.data_source_id AND s.tenant_id = ${membership.tenantId}
       WHERE r.tenant_id = ${membership.tenantId} AND r.panel_id = ${sql.raw(String(membership.panelId))}
         AND r.generation = s.current_generation AND ${unchanged} AND ${view.whereAt(write.at)}`,
+    // The total a page answers, counted once here and kept by every move after (memberUpdateStatements).
+    sql`UPDATE views SET member_count = (SELECT count(*) FROM view_members WHERE view_id = ${view.id})
+      WHERE id = ${view.id} AND membership_key IS ${view.storedKey}`,
   ]
   if (announce) {
     statements.push(
@@ -158,22 +169,25 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
   const unchanged = sql`EXISTS (SELECT 1 FROM views WHERE id = ${view.id} AND membership_key IS ${view.key})`
   const panel = sql.raw(String(membership.panelId))
   const where = view.whereAt(write.at)
+  const keys = view.orderAt(write.at) ?? []
   return [
     // Each row built and compared once (MATERIALIZED), whatever the planner would inline.
     sql`WITH x AS MATERIALIZED (
-        SELECT r.row_id AS id, r.data_source_id, r.key, ${rowJson(view, write.at)} AS row, m.row AS member_row, m.row_id AS member_id
+        SELECT r.row_id AS id, r.data_source_id, r.key, ${rowJson(view, write.at)} AS row, m.row AS member_row, m.row_id AS member_id,
+          ${memberKeyValues(keys)}, ${sql.raw(memberKeyColumns((k) => `m.${k}`, (k) => `m${k}`))}
         FROM pending_changes c
         JOIN records r ON ${currentRecord('c')}
         LEFT JOIN view_members m ON m.view_id = ${view.id} AND m.data_source_id = r.data_source_id AND m.key = r.key
         WHERE c.token = ${write.token} AND c.view_id = 0 AND r.panel_id = ${panel} AND ${unchanged} AND ${where}),
       y AS MATERIALIZED (
-        SELECT x.data_source_id, x.key, x.id, x.row,
+        SELECT x.data_source_id, x.key, x.id, x.row, ${sql.raw(memberKeyColumns((k) => `x.${k}`))},
           CASE WHEN x.member_row IS NULL THEN 'entered'
                WHEN json_remove(x.member_row, '$._id') IS NOT json_remove(x.row, '$._id') THEN 'updated'
-               WHEN x.member_id IS NOT x.id THEN 'moved' END AS kind
+               WHEN x.member_id IS NOT x.id OR ${sql.raw(memberKeysDiffer((k) => `x.${k}`, (k) => `x.m${k}`))} THEN 'moved' END AS kind
         FROM x)
-      INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row)
-      SELECT ${write.token}, ${view.id}, y.data_source_id, y.key, y.kind, y.id, y.row FROM y WHERE y.kind IS NOT NULL`,
+      INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row, ${sql.raw(memberKeyColumns())})
+      SELECT ${write.token}, ${view.id}, y.data_source_id, y.key, y.kind, y.id, y.row, ${sql.raw(memberKeyColumns((k) => `y.${k}`))}
+      FROM y WHERE y.kind IS NOT NULL`,
     sql`INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row)
       SELECT ${write.token}, ${view.id}, m.data_source_id, m.key, 'left', m.row_id, m.row
       FROM pending_changes c
@@ -222,10 +236,15 @@ function memberUpdateStatements(write: RowWrite): SQL[] {
   return [
     sql`DELETE FROM view_members WHERE (view_id, data_source_id, key) IN
       (SELECT view_id, data_source_id, key FROM pending_changes WHERE token = ${write.token} AND view_id <> 0 AND kind = 'left')`,
-    sql`INSERT INTO view_members (view_id, data_source_id, key, tenant_id, panel_id, row_id, row)
-      SELECT view_id, data_source_id, key, ${write.tenantId}, ${write.panelId}, row_id, row FROM pending_changes
-      WHERE token = ${write.token} AND view_id <> 0 AND kind IN ('entered', 'updated', 'moved')
-      ON CONFLICT (view_id, data_source_id, key) DO UPDATE SET row_id = excluded.row_id, row = excluded.row`,
+    sql`INSERT INTO view_members (view_id, data_source_id, key, tenant_id, panel_id, row_id, row, ${sql.raw(memberKeyColumns())})
+      SELECT view_id, data_source_id, key, ${write.tenantId}, ${write.panelId}, row_id, row, ${sql.raw(memberKeyColumns())}
+      FROM pending_changes WHERE token = ${write.token} AND view_id <> 0 AND kind IN ('entered', 'updated', 'moved')
+      ON CONFLICT (view_id, data_source_id, key) DO UPDATE SET row_id = excluded.row_id, row = excluded.row,
+        ${sql.raw(ORDER_KEY_NAMES.map((k) => `${k} = excluded.${k}`).join(', '))}`,
+    // The views' totals move with their members: one more per row entered, one less per row left.
+    sql`UPDATE views SET member_count = member_count + (SELECT sum(CASE kind WHEN 'entered' THEN 1 ELSE -1 END)
+        FROM pending_changes WHERE token = ${write.token} AND view_id = views.id AND kind IN ('entered', 'left'))
+      WHERE id IN (SELECT view_id FROM pending_changes WHERE token = ${write.token} AND view_id <> 0 AND kind IN ('entered', 'left'))`,
   ]
 }
 

@@ -127,6 +127,18 @@ export function panelsWithTimeDue(at: string): SQL {
       UNION ALL SELECT tenant_id, panel_id FROM row_identities i WHERE ${wokenCondition(at)} AND ${live})`
 }
 
+/**
+ * One row, `owed`: 1 when the time step owes the panel something at `at` (a claim to free, a due
+ * date passed, a snooze ended), so that views reading those columns are behind until it runs.
+ * Each kind is found through its partial index, as the step finds them.
+ */
+export function timeOwedSql(tenantId: string, panelId: number, at: string): SQL {
+  const inPanel = sql`+i.tenant_id = ${tenantId} AND +i.panel_id = ${panelId}`
+  return sql`SELECT (EXISTS (SELECT 1 FROM row_identities i WHERE i.claim_expires_at <= ${at} AND ${inPanel})
+    OR EXISTS (SELECT 1 FROM row_identities i WHERE ${overdueCondition(at)} AND ${inPanel})
+    OR EXISTS (SELECT 1 FROM row_identities i WHERE ${wokenCondition(at)} AND ${inPanel})) AS owed`
+}
+
 // --- Internal helpers ---
 
 /**

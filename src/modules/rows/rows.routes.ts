@@ -1,10 +1,11 @@
 import { createRoute } from '@hono/zod-openapi'
+import type { Context } from 'hono'
 import { ctxOf } from '../../http/auth.ts'
 import { sendJson } from '../../http/response-headers.ts'
 import { bearer, createRouter, errorResponses, IdParam, PanelIdParam } from '../../http/router.ts'
 import { auditAccess } from '../audit/audit.record.ts'
 import { RowsQuery, RowsResponse } from './rows.schemas.ts'
-import { listPanelRows, listViewRows } from './rows.service.ts'
+import { listPanelRows, listViewRows, type RowsAnswer } from './rows.service.ts'
 
 const rowsRouteDescription =
   'Paged rows of materialised cells (`page` 1-based, `limit` 1–100, default 50). `sort` (a column name) and `order` sort first; ' +
@@ -44,13 +45,19 @@ const panelRowsRoute = createRoute({
   },
 })
 
+/** The page, with `Server-Timing: rows;desc="members"` (or `"query"`): where it came from (docs/views-and-rows.md). */
+function sendRows(c: Context, answer: RowsAnswer) {
+  ;(c.get('responseHeaders') as Record<string, string>)['server-timing'] = `rows;desc="${answer.path}"`
+  return sendJson(c, answer.body, 200)
+}
+
 /** The view's rows come first: the OpenAPI document lists them after the other view routes. */
 export const rowsRouter = createRouter()
   .openapi(viewRowsRoute, async (c) => {
     const query = c.req.valid('query')
-    return sendJson(c, await listViewRows(ctxOf(c, query), c.req.valid('param').id, query, c.req.url), 200)
+    return sendRows(c, await listViewRows(ctxOf(c, query), c.req.valid('param').id, query, c.req.url))
   })
   .openapi(panelRowsRoute, async (c) => {
     const query = c.req.valid('query')
-    return sendJson(c, await listPanelRows(ctxOf(c, query), c.req.valid('param').panelId, query, c.req.url), 200)
+    return sendRows(c, await listPanelRows(ctxOf(c, query), c.req.valid('param').panelId, query, c.req.url))
   })

@@ -1,7 +1,7 @@
 import type { ServiceContext } from '../../context.ts'
 import type { CohortRule } from '../../db/schema.ts'
+import { readRowsPage } from '../../rowstore/member-page.ts'
 import { type PreparedRows, prepareRows, type RowParams } from '../../rowstore/query/prepare.ts'
-import { queryRowsPage } from '../../rowstore/query/run.ts'
 import { noteAccess } from '../audit/audit.record.ts'
 import { requirePanel } from '../panels/panels.service.ts'
 import { prepareViewRows } from '../views/views.query.ts'
@@ -16,12 +16,7 @@ import type { RowsQueryInput, RowsResponseDto } from './rows.schemas.ts'
  */
 
 /** The panel's rows: every column, the cohort rule applied, the request's filters/sort/search. */
-export async function listPanelRows(
-  ctx: ServiceContext,
-  panelId: number,
-  q: RowsQueryInput,
-  url: string,
-): Promise<RowsResponseDto> {
+export async function listPanelRows(ctx: ServiceContext, panelId: number, q: RowsQueryInput, url: string): Promise<RowsAnswer> {
   const panel = await requirePanel(ctx, panelId)
   noteAccess(ctx, { panelId: panel.id })
   const prepared = await prepareRows(ctx, { panel: { id: panel.id, cohortRule: panel.cohortRule as CohortRule } }, rowParams(q))
@@ -29,12 +24,7 @@ export async function listPanelRows(
 }
 
 /** The view's rows: its filters, sorting, columns, groups and aggregations, plus the request's. */
-export async function listViewRows(
-  ctx: ServiceContext,
-  viewId: number,
-  q: RowsQueryInput,
-  url: string,
-): Promise<RowsResponseDto> {
+export async function listViewRows(ctx: ServiceContext, viewId: number, q: RowsQueryInput, url: string): Promise<RowsAnswer> {
   const view = await loadVisibleView(ctx, viewId)
   noteAccess(ctx, { panelId: view.row.panelId, viewId: view.row.id })
   requireViewPermission(view, 'read', 'read its rows')
@@ -72,11 +62,17 @@ export function pageMeta(total: number, page: number, limit: number, url: string
   }
 }
 
-async function answer(ctx: ServiceContext, prepared: PreparedRows, q: RowsQueryInput, url: string): Promise<RowsResponseDto> {
-  const result = await queryRowsPage(ctx, prepared, (q.page - 1) * q.limit, q.limit)
+/** A page of rows, and where it came from (a view's stored members or the row query: `Server-Timing`). */
+export interface RowsAnswer {
+  body: RowsResponseDto
+  path: 'members' | 'query'
+}
+
+async function answer(ctx: ServiceContext, prepared: PreparedRows, q: RowsQueryInput, url: string): Promise<RowsAnswer> {
+  const result = await readRowsPage(ctx, prepared, (q.page - 1) * q.limit, q.limit)
   const body: RowsResponseDto = { data: result.rows, ...pageMeta(result.total, q.page, q.limit, url) }
   if (result.groups) body.groups = result.groups
   if (result.aggregations) body.aggregations = result.aggregations
   noteAccess(ctx, { rowCount: body.data.length })
-  return body
+  return { body, path: result.path }
 }

@@ -109,7 +109,13 @@ export interface ViewWrite {
 export async function saveView(ctx: ServiceContext, view: LoadedView, patch: Partial<ViewRow>, write: ViewWrite) {
   const { row } = view
   const at = isoNow(ctx.clock)
-  const patched = { id: row.id, filters: patch.filters, config: patch.config, columnVisibility: patch.columnVisibility }
+  const patched = {
+    id: row.id,
+    filters: patch.filters,
+    config: patch.config,
+    columnVisibility: patch.columnVisibility,
+    sorting: patch.sorting,
+  }
   const membership = await viewEvaluationStatements(ctx.db, row, at, { patched })
   const type = write.action === 'PUBLISH' ? 'view.published' : 'view.updated'
   const exists = sql`EXISTS (SELECT 1 FROM views WHERE id = ${row.id})`
@@ -265,7 +271,7 @@ async function insertView(
   ])
   const newId = insertedId(inserted)
   await evaluateNewView(ctx, { tenantId: values.tenantId, panelId: panel.id, id: newId })
-  return toViewDto({ ...values, id: newId, membershipKey: null }, panel)
+  return toViewDto({ ...values, id: newId, membershipKey: null, memberCount: null }, panel)
 }
 
 /** The fields of an update that only `manage` may change (the rest are `edit`'s: docs/view-sharing.md). */

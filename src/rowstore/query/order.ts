@@ -1,13 +1,13 @@
 import { type SQL, sql } from 'drizzle-orm'
-import { isTextual } from '../../engine/filters/kinds.ts'
 import type { ColumnRef } from '../../engine/filters/resolve.ts'
 import { cell, cellPath, isArrayCell } from './filter-sql.ts'
 
 /**
  * ORDER BY of a row query (DATA-ENGINE: Sorting): keys in priority order, each with blanks last
  * unless `nullsFirst`, then the `customOrder` values in their listed order, then the rest in the
- * key's direction (text case-insensitively, booleans false before true, ISO dates as instants);
- * the record id breaks ties so pages are stable. An array cell sorts by its first element. Blanks are
+ * key's direction (text case-insensitively in every kind, booleans false before true, ISO dates as
+ * instants); the row's lasting id (`_id`) breaks ties, so pages are stable and a row keeps its
+ * place among equals across re-syncs. Views' stored member keys (member-order.ts) give the same order. An array cell sorts by its first element. Blanks are
  * null, "" and [] alike (docs/views-and-rows.md "Exact values").
  */
 
@@ -40,13 +40,14 @@ export function orderTerms(keys: SortKey[]): OrderTerm[] {
     const v = sql`nullif(${sortValue(key.column)}, '')`
     terms.push({ value: sql`(${v} IS NULL)`, desc: key.nullsFirst === true, nocase: false })
     if (key.customOrder?.length) terms.push({ value: customRank(v, key.customOrder), desc: false, nocase: false })
-    terms.push({ value: v, desc: key.direction === 'desc', nocase: isTextual(key.column.kind) })
+    // Case-insensitive whatever the kind (a date or a number column may hold text too): as the member index compares.
+    terms.push({ value: v, desc: key.direction === 'desc', nocase: true })
   }
   return terms
 }
 
-/** ORDER BY of the terms, then the record id (`id`: how the query names it). */
-export function orderByTerms(terms: OrderTerm[], id = 'r.id'): SQL {
+/** ORDER BY of the terms, then the lasting row id (`id`: how the query names it). */
+export function orderByTerms(terms: OrderTerm[], id = 'r.row_id'): SQL {
   const parts = terms.map((t) => sql`${compared(t)} ${sql.raw(t.desc ? 'DESC' : 'ASC')}`)
   parts.push(sql.raw(`${id} ASC`))
   return sql.join(parts, sql`, `)
@@ -81,7 +82,7 @@ export const sortValue = (column: ColumnRef): SQL =>
     : sql`(CASE WHEN ${isArrayCell(column)} THEN ${sql.raw(`r.cells ->> ${cellPath(column.id).replace(/'$/, "[0]'")}`)} ELSE ${cell(column)} END)`
 
 /** 0, 1, … for the listed values (compared case-insensitively as text), the list's length for the rest. */
-function customRank(v: SQL, order: string[]): SQL {
+export function customRank(v: SQL, order: string[]): SQL {
   const text = sql`lower(CAST(${v} AS TEXT))`
   const lowered = order.map((o) => o.toLowerCase())
   if (lowered.length <= INLINE_CUSTOM_ORDER) {

@@ -15,9 +15,10 @@ import { loadWorkflow, workClock } from '../workflow.ts'
 import type { AggregateSpec } from './aggregate.ts'
 import { loadPanelColumns } from './columns.ts'
 import { filterSql, searchSql } from './filter-sql.ts'
-import { type OrderTerm, orderByTerms, orderTerms, type SortKey } from './order.ts'
+import { type OrderTerm, orderByTerms, orderTerms } from './order.ts'
 import { ensureRowIndex } from './row-index.ts'
 import { visibleColumns } from './row-shape.ts'
+import { viewSortKeys } from './view-order.ts'
 import { meInFilters, virtualColumn, withVirtual } from './virtual.ts'
 
 /**
@@ -46,18 +47,24 @@ export interface PreparedRows {
   /** `FROM … WHERE …` selecting the rows in scope (alias `r`). */
   scope: SQL
   /**
-   * The same rows read in record-id order through the (tenant, panel) index: for the keyset batches
-   * of a query without sort terms (`r.id > ?` … `ORDER BY r.id`), which the cell index would
+   * The same rows read in lasting-row-id order through the row-id index: for the keyset batches of
+   * a query without sort terms (`r.row_id > ?` … `ORDER BY r.row_id`), which the cell index would
    * otherwise answer by sorting the whole panel once per batch.
    */
   idScope: SQL
   order: SQL
-  /** The terms `order` sorts by before the record id (none: record-id order); exports walk them as a keyset. */
+  /** The terms `order` sorts by before the row id (none: row-id order); exports walk them as a keyset. */
   terms: OrderTerm[]
   /** The columns a row carries, in order. */
   visible: ColumnRef[]
   groupBy: ColumnRef[]
   aggregations: AggregateSpec[]
+  /**
+   * Set when the rows asked for are exactly the view's stored members (rowstore/member-page.ts):
+   * the view's own query, read by someone its `@me` and copy filters mean as for its owner, with
+   * no filter, sort or search of the request's. The page may then come from `view_members`.
+   */
+  members?: { tenantId: string; viewId: number; at: string }
 }
 
 export interface RowSource {
@@ -108,22 +115,25 @@ export async function prepareRows(ctx: ServiceContext, source: RowSource, params
       : reachable.filter((c) => c.kind === 'text' || c.kind === 'list')
     conditions.push(searchSql(fields, params.search))
   }
-  const groupBy = (view?.config.groupBy ?? []).flatMap(
-    (name, i) => resolveColumn(name, viewLookup, `view.config.groupBy[${i}]`, issues) ?? [],
+  const request = params.sort ? resolveColumn(params.sort, callers, 'sort', issues) : undefined
+  const order = viewSortKeys(
+    { groupBy: view?.config.groupBy, sorting: view?.sorting },
+    viewLookup,
+    issues,
+    request ? { column: request, direction: params.order ?? 'asc' } : undefined,
   )
+  const { groupBy } = order
   const aggregations = (view?.aggregations ?? []).flatMap((a, i): AggregateSpec[] => {
     const column = resolveColumn(a.columnTitle, viewLookup, `view.aggregations[${i}].columnTitle`, issues)
     const fn = a.function as AggregateFunction
     if (!column || !checkAggregate(fn, column, `view.aggregations[${i}].function`, issues)) return []
     return [{ key: a.alias ?? `${fn}(${a.columnTitle})`, fn, column }]
   })
-  const keys = sortKeys(view, params, { view: viewLookup, request: callers }, issues)
   if (issues.length > 0) {
     throw invalid(issues, `Invalid row query: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`)
   }
   // Grouped rows come group by group (keys ascending, blanks last), then in the view's order.
-  const grouped: SortKey[] = groupBy.map((column) => ({ column, direction: 'asc' }))
-  const terms = orderTerms([...grouped, ...keys])
+  const terms = orderTerms(order.keys)
   return {
     panelId: panel.id,
     scope: scopeSql(ctx.scope.tenantId, panel.id, conditions),
@@ -133,10 +143,28 @@ export async function prepareRows(ctx: ServiceContext, source: RowSource, params
     visible: view ? visibleColumns(limits?.viewIsTheCallers ? reachable : columns.list, view, virtual) : columns.list,
     groupBy,
     aggregations,
+    members:
+      view && readsMembers(source, params, ctx.scope.userId)
+        ? { tenantId: ctx.scope.tenantId, viewId: view.id, at: clock.now }
+        : undefined,
   }
 }
 
 // --- Internal helpers ---
+
+/**
+ * The rows asked for are the view's members as its membership holds them (membership-plan.ts: the
+ * cohort rule and the filters of the view and of the views it was copied from, `@me` its owner):
+ * no criteria of the request's; a copy read under its source's filters (not by the panel's owner,
+ * who reads a copy with its own filters only); `@me` meaning the view's owner.
+ */
+function readsMembers(source: RowSource, params: RowParams, userId: string): boolean {
+  const { view, limits } = source
+  if (!view || params.filters?.length || params.search || params.sort) return false
+  if (view.sourceViewId !== null && limits?.filters === undefined) return false
+  const criteria = JSON.stringify([view.filters, limits?.filters ?? []])
+  return view.userId === userId || !criteria.includes('"@me"')
+}
 
 /**
  * `FROM … WHERE …` of the rows in scope: the panel's records of the current generation of each
@@ -144,31 +172,8 @@ export async function prepareRows(ctx: ServiceContext, source: RowSource, params
  */
 function scopeSql(tenantId: string, panelId: number, conditions: SQL[], byId = false): SQL {
   if (!Number.isSafeInteger(panelId) || panelId <= 0) throw new Error(`invalid panel id ${panelId}`)
-  const from = byId ? sql`FROM records r INDEXED BY records_tenant_panel_idx` : sql`FROM records r`
+  const from = byId ? sql`FROM records r INDEXED BY records_row_idx` : sql`FROM records r`
   const tenant = byId ? sql`r.tenant_id = ${tenantId} AND ` : sql``
   return sql`${from} JOIN data_sources s ON s.id = r.data_source_id AND s.tenant_id = ${tenantId}
     WHERE ${tenant}r.panel_id = ${sql.raw(String(panelId))} AND r.generation = s.current_generation AND ${sql.join(conditions, sql` AND `)}`
-}
-
-/** The request's `sort` first, then the view's keys by priority (lower first; unset last, in list order). */
-function sortKeys(
-  view: ViewRow | undefined,
-  params: RowParams,
-  lookup: { view: (name: string) => ColumnRef | undefined; request: (name: string) => ColumnRef | undefined },
-  issues: FilterIssue[],
-): SortKey[] {
-  const keys: SortKey[] = []
-  if (params.sort) {
-    const column = resolveColumn(params.sort, lookup.request, 'sort', issues)
-    if (column) keys.push({ column, direction: params.order ?? 'asc' })
-  }
-  const sorting = (view?.sorting ?? [])
-    .map((s, i) => ({ s, i }))
-    .sort((a, b) => (a.s.priority ?? Number.MAX_SAFE_INTEGER) - (b.s.priority ?? Number.MAX_SAFE_INTEGER) || a.i - b.i)
-  for (const { s, i } of sorting) {
-    const column = resolveColumn(s.columnTitle, lookup.view, `view.sorting[${i}].columnTitle`, issues)
-    if (!column || keys.some((k) => k.column.id === column.id)) continue
-    keys.push({ column, direction: s.direction, nullsFirst: s.nullsFirst, customOrder: s.customOrder })
-  }
-  return keys
 }

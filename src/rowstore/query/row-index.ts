@@ -8,12 +8,13 @@ import { WORK_INDEX_EXPRESSIONS } from './virtual.ts'
  * The row index of a panel (docs/views-and-rows.md "Speed"): one partial index per panel,
  *
  *   records_p<panel>_cells_<hash> ON records (data_source_id, generation,
- *     (cells ->> '$."<id>"') for each column, (work ->> '$.<field>') for each work field)
+ *     (cells ->> '$."<id>"') for each column, (work ->> '$.<field>') for each work field, row_id)
  *   WHERE panel_id = <panel>
  *
  * Row queries (views.query.ts) name the same expressions and the same literal `panel_id`, so SQLite
  * filters, sorts, counts and groups from the index, reading each cell value from it instead of
- * parsing the JSON (`->>`, unlike json_extract, may be replaced by an indexed value); the table is
+ * parsing the JSON (`->>`, unlike json_extract, may be replaced by an indexed value), and break
+ * ties by the row id it holds last; the table is
  * read only for the rows of a page and for cells that may hold arrays. The hash names the set of
  * column ids: a new column set gets a new index and the old one is dropped. Plain SQLite DDL, so
  * libSQL and D1 alike.
@@ -35,7 +36,7 @@ const NAME = /^records_p\d+_(rows|cells)_[0-9a-z]+$/
 
 /** The index name for a panel and its column ids. */
 export function rowIndexName(panelId: number, columnIds: number[]): string {
-  return `records_p${panelId}_cells_${fnv1a(`${indexedIds(columnIds).join(',')}|work`).toString(36)}`
+  return `records_p${panelId}_cells_${fnv1a(`${indexedIds(columnIds).join(',')}|work|row_id`).toString(36)}`
 }
 
 /**
@@ -54,7 +55,7 @@ export async function ensureRowIndex(db: Deps['db'], panelId: number, columnIds:
     const cells = indexedIds(columnIds).map((id) => `(cells ->> ${cellPath(id)})`)
     await db.run(
       sql.raw(
-        `CREATE INDEX IF NOT EXISTS ${name} ON records (${['data_source_id', 'generation', ...cells, ...WORK_INDEX_EXPRESSIONS].join(', ')}) WHERE panel_id = ${panelId}`,
+        `CREATE INDEX IF NOT EXISTS ${name} ON records (${['data_source_id', 'generation', ...cells, ...WORK_INDEX_EXPRESSIONS, 'row_id'].join(', ')}) WHERE panel_id = ${panelId}`,
       ),
     )
   }

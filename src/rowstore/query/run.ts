@@ -26,28 +26,52 @@ export interface RowsPage {
   total: number
   groups?: GroupRow[]
   aggregations?: Record<string, unknown>
+  /** Where the page came from: the view's stored members, or the row query over the panel. */
+  path: 'members' | 'query'
 }
 
-/** The page at `offset` (`limit` rows in the query's order) with the total and the view's groups/aggregations. */
-export async function queryRowsPage(ctx: ServiceContext, q: PreparedRows, offset: number, limit: number): Promise<RowsPage> {
+/** A page already read from a view's stored members (rowstore/member-page.ts): its records and total. */
+export interface StoredPage {
+  records: RecordRow[]
+  total: number
+}
+
+/**
+ * The page at `offset` (`limit` rows in the query's order) with the total and the view's
+ * groups/aggregations. With `stored`, the page and total are those; the groups and aggregations
+ * still come from the query (cached per state of the panel).
+ */
+export async function queryRowsPage(
+  ctx: ServiceContext,
+  q: PreparedRows,
+  offset: number,
+  limit: number,
+  stored?: StoredPage,
+): Promise<RowsPage> {
   const medians = q.aggregations.filter((a) => a.fn === 'median')
-  const summary: SQL[] = [sql`SELECT count(*) AS n ${q.scope}`]
   const aggregated = q.aggregations.length > 0
+  if (stored && !aggregated && q.groupBy.length === 0) {
+    return { rows: stored.records.map((r) => toRow(r, q.visible)), total: stored.total, path: 'members' }
+  }
+  const summary: SQL[] = [sql`SELECT count(*) AS n ${q.scope}`]
   if (aggregated) summary.push(overallSql(q.scope, q.aggregations), ...medians.map((m) => medianSql(q.scope, [], m)))
   if (q.groupBy.length > 0) {
     summary.push(groupsSql(q.scope, q.groupBy, q.aggregations), ...medians.map((m) => medianSql(q.scope, q.groupBy, m)))
   }
   const key = await summaryKey(ctx, q.panelId, summary)
   const cached = await ctx.cache.get<Record<string, unknown>[][]>(ctx.scope.tenantId, key)
-  const statements = cached ? [pageSql(q, offset, limit)] : [pageSql(q, offset, limit), ...summary]
-  const [first, ...rest] = statements.map((s) => ctx.db.all<Record<string, unknown>>(s))
-  const [records, ...computed] = (await ctx.db.batch([first, ...rest])) as Record<string, unknown>[][]
+  const statements = [...(stored ? [] : [pageSql(q, offset, limit)]), ...(cached ? [] : summary)]
+  const read = statements.length > 0 ? await readAll(ctx, statements) : []
+  const records = stored ? stored.records : (read.shift() as unknown as RecordRow[])
+  const computed = cached ?? read
   if (!cached) await ctx.cache.set(ctx.scope.tenantId, key, computed)
-  const results = [(cached ?? computed)[0], records, ...(cached ?? computed).slice(1)]
+  // The summary's results as the code below numbers them: the count, a slot where the page was, the rest.
+  const results = [computed[0], [], ...computed.slice(1)]
   const [[count]] = results
   const page: RowsPage = {
-    rows: (records as unknown as RecordRow[]).map((r) => toRow(r, q.visible)),
-    total: Number(count?.n ?? 0),
+    rows: records.map((r) => toRow(r, q.visible)),
+    total: stored ? stored.total : Number(count?.n ?? 0),
+    path: stored ? 'members' : 'query',
   }
   let at = 2
   if (aggregated) {
@@ -86,8 +110,8 @@ export interface RowBatchOptions {
 /**
  * Every row of a prepared query, in the query's order (the order the rows endpoints page in), in
  * batches, never with OFFSET, so a long export never re-reads what it has passed and holds one
- * batch at a time. A query without sort terms walks record ids (`r.id > ?`); a sorted one walks
- * keyset steps over its sort terms plus the id (order.ts `afterSql`): each step reads the next
+ * batch at a time. A query without sort terms walks lasting row ids (`r.row_id > ?`); a sorted one walks
+ * keyset steps over its sort terms plus the row id (order.ts `afterSql`): each step reads the next
  * `windowSize` ids, then the rows of those ids batch by batch.
  */
 export async function* rowBatches(ctx: ServiceContext, q: PreparedRows, options: RowBatchOptions = {}): AsyncGenerator<Row[]> {
@@ -100,19 +124,22 @@ export async function* rowBatches(ctx: ServiceContext, q: PreparedRows, options:
 
 // --- Internal helpers ---
 
-/** Batches in record-id order, straight from the (tenant, panel) index. */
+/**
+ * Batches in lasting-row-id order (the order of a query without sort terms), walking the row-id
+ * index: each batch starts after the last row id of the one before.
+ */
 async function* idBatches(ctx: ServiceContext, q: PreparedRows, size: number, maxRows: number): AsyncGenerator<Row[]> {
   let left = maxRows
   let after = 0
   while (left > 0) {
     const n = Math.min(size, left)
     const records = await ctx.db.all<RecordRow>(
-      sql`SELECT ${sql.raw(recordColumns('r'))} ${q.idScope} AND r.id > ${after} ORDER BY r.id LIMIT ${n}`,
+      sql`SELECT ${sql.raw(recordColumns('r'))} ${q.idScope} AND r.row_id > ${after} ORDER BY r.row_id LIMIT ${n}`,
     )
     if (records.length === 0) return
     yield records.map((r) => toRow(r, q.visible))
     left -= records.length
-    after = Number(records[records.length - 1].id)
+    after = Number(records[records.length - 1].row_id)
     if (records.length < n) return
   }
 }
@@ -147,8 +174,8 @@ async function* sortedBatches(
           last.map((v) => sql`${v}`),
           sql`, `,
         )}))
-        SELECT w.id FROM (SELECT r.id AS id, ${values} ${q.scope}) w WHERE ${afterSql(named, 'w.id', 'last')}
-        ORDER BY ${orderByTerms(named, 'w.id')} LIMIT ${n + 1}`
+        SELECT w.id FROM (SELECT r.id AS id, r.row_id AS row_id, ${values} ${q.scope}) w WHERE ${afterSql(named, 'w.row_id', 'last')}
+        ORDER BY ${orderByTerms(named, 'w.row_id')} LIMIT ${n + 1}`
       : sql`SELECT r.id AS id ${q.scope} ORDER BY ${q.order} LIMIT ${n + 1}`
     const found = await ctx.db.all<{ id: number | bigint }>(step)
     const ids = found.slice(0, n).map((r) => Number(r.id))
@@ -167,7 +194,7 @@ async function* sortedBatches(
     if (!more || left <= 0) return
     // Every row of the final batch went meanwhile (a sync replaced the generation): stop loudly rather than skip rows.
     if (!end) throw new Error('the rows changed while they were read in order; export again')
-    last = [...keys.map((k) => end[k]), end.id]
+    last = [...keys.map((k) => end[k]), end.row_id]
   }
 }
 
@@ -179,6 +206,12 @@ const pageSql = (q: PreparedRows, offset: number, limit: number): SQL => sql`
   SELECT ${sql.raw(recordColumns('x'))}
   FROM (SELECT id, row_number() OVER () AS n FROM (SELECT r.id AS id ${q.scope} ORDER BY ${q.order} LIMIT ${limit} OFFSET ${offset})) p
   JOIN records x ON x.id = p.id ORDER BY p.n`
+
+/** The rows of each statement, read in one batch (one state of the database). */
+async function readAll(ctx: ServiceContext, statements: SQL[]): Promise<Record<string, unknown>[][]> {
+  const [first, ...rest] = statements.map((s) => ctx.db.all<Record<string, unknown>>(s))
+  return (await ctx.db.batch([first, ...rest])) as Record<string, unknown>[][]
+}
 
 function aggregationValues(
   aggs: AggregateSpec[],

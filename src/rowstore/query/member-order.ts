@@ -1,0 +1,88 @@
+import { type SQL, sql } from 'drizzle-orm'
+import { ORDER_KEY_COUNT, ORDER_KEY_NAMES } from '../../db/schema-live.ts'
+import { customRank, type SortKey, sortValue } from './order.ts'
+
+/**
+ * A view's order as keys stored with each member (`view_members.s0` … `s7`), so that a page of the
+ * view is a walk of one shared index, `(view_id, s0 … s7 COLLATE NOCASE, row_id)`, whatever
+ * directions the view sorts in (docs/views-and-rows.md "Access paths").
+ *
+ * Every key is stored ascending. For each sort key of the view (its groups first, then its sorting),
+ * in the order the row query sorts (order.ts `orderTerms`):
+ *
+ * - without a custom order, two keys: its *class*, then its *value*. The class puts blanks (null,
+ *   "", []) last (first with `nullsFirst`) and the rest by SQLite's order of types (numbers, then
+ *   text, then blobs; reversed for a descending key). The value is the value as it is for an
+ *   ascending key; for a descending one, a number negated and a text turned into a string whose
+ *   order is the reverse of the text's (`reversedText`);
+ * - with a custom order, four: blank or not, the rank in the custom order, then class and value as
+ *   above (the rank comes before the type, as in the row query).
+ *
+ * The row query compares text case-insensitively (NOCASE) in every sort, as the index does, so the
+ * two give the same order; the lasting row id breaks ties in both.
+ */
+
+/** Keys per sort key: class and value; blank, rank, class and value with a custom order. */
+const keysOf = (key: SortKey) => (key.customOrder?.length ? 4 : 2)
+
+/** The stored keys of `keys` over the records alias `r`; null when they need more than the member holds. */
+export function memberOrderKeys(keys: SortKey[]): SQL[] | null {
+  if (keys.reduce((n, k) => n + keysOf(k), 0) > ORDER_KEY_COUNT) return null
+  const out: SQL[] = []
+  for (const key of keys) {
+    const v = sql`nullif(${sortValue(key.column)}, '')`
+    const desc = key.direction === 'desc'
+    const blank = key.nullsFirst ? 0 : 4
+    if (key.customOrder?.length) {
+      out.push(key.nullsFirst ? sql`(${v} IS NOT NULL)` : sql`(${v} IS NULL)`, customRank(v, key.customOrder))
+    }
+    // Numbers 1, text 2, blobs 3 (ascending); blobs 1, text 2, numbers 3 (descending).
+    const number = desc ? 3 : 1
+    const other = desc ? 1 : 3
+    out.push(sql`(CASE WHEN ${v} IS NULL THEN ${sql.raw(String(blank))} ELSE (CASE typeof(${v})
+      WHEN 'integer' THEN ${sql.raw(String(number))} WHEN 'real' THEN ${sql.raw(String(number))}
+      WHEN 'text' THEN 2 ELSE ${sql.raw(String(other))} END) END)`)
+    out.push(
+      desc
+        ? sql`(CASE typeof(${v}) WHEN 'integer' THEN -${v} WHEN 'real' THEN -${v} WHEN 'null' THEN NULL ELSE ${reversedText(v)} END)`
+        : v,
+    )
+  }
+  return out
+}
+
+/** `s0` … `s7` of a SELECT list, in order, each named (unused keys null). */
+export function memberKeyValues(keys: SQL[]): SQL {
+  return sql.join(
+    ORDER_KEY_NAMES.map((name, i) => sql`${keys[i] ?? sql`NULL`} AS ${sql.raw(name)}`),
+    sql`, `,
+  )
+}
+
+/** `s0, s1, …, s7`, each as `name(key)` names it (e.g. `m.s0`), and `AS as(key)` when given. */
+export const memberKeyColumns = (name: (key: string) => string = (k) => k, as?: (key: string) => string): string =>
+  ORDER_KEY_NAMES.map((k) => (as ? `${name(k)} AS ${as(k)}` : name(k))).join(', ')
+
+/** The ORDER BY of a view's members that the shared index answers (alias `m`). */
+export const memberOrderBy = (alias = 'm'): string =>
+  [...ORDER_KEY_NAMES.map((k) => `${alias}.${k} COLLATE NOCASE`), `${alias}.row_id`].join(', ')
+
+/** Some order key differs between two sets of the same keys, as `a(key)` and `b(key)` name them. */
+export const memberKeysDiffer = (a: (key: string) => string, b: (key: string) => string): string =>
+  `(${ORDER_KEY_NAMES.map((k) => `${a(k)} IS NOT ${b(k)}`).join(' OR ')})`
+
+/**
+ * A text whose ascending order (case-insensitive, as the index compares) is the descending order
+ * of `v` compared NOCASE: `v` with ASCII letters folded to lower case (what NOCASE compares), its
+ * bytes in hex, each hex digit d written as the letter ('v' - d) so that bigger bytes sort
+ * first, and a final 'w', above every digit letter, so that a text sorts after every longer text
+ * it begins (the longer is bigger, so first in a descending order).
+ */
+function reversedText(v: SQL): SQL {
+  let out: SQL = sql`hex(lower(${v}))`
+  const digits = '0123456789ABCDEF'
+  for (let d = 0; d < 16; d++) {
+    out = sql`replace(${out}, ${sql.raw(`'${digits[d]}'`)}, ${sql.raw(`'${String.fromCharCode('v'.charCodeAt(0) - d)}'`)})`
+  }
+  return sql`(${out} || 'w')`
+}

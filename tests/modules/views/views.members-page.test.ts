@@ -1,0 +1,129 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { query, type RowsWorld, rowsWorld } from '../rows/fixtures.ts'
+
+/**
+ * A view's page from its stored members (docs/views-and-rows.md "Access paths"): the same rows in
+ * the same order as the row query over the panel, whatever the sort, over values of every type —
+ * numbers, text read as numbers, letters in both cases, blanks of each kind, texts that begin
+ * others, non-ASCII text. `Server-Timing` says which path answered.
+ */
+
+const MIXED = [
+  { id: 'a', v: 10, w: 'x', t: 'abc' },
+  { id: 'b', v: 'ten', w: 'y', t: 'ABC' },
+  { id: 'c', v: '', w: 'x', t: 'ab' },
+  { id: 'd', v: null, w: 'y', t: 'abcd' },
+  { id: 'e', v: [], w: 'x', t: 'Abd' },
+  { id: 'f', v: -3.5, w: 'z', t: 'é' },
+  { id: 'g', v: 'Ten', w: 'z', t: 'e' },
+  { id: 'h', v: 'tEN', w: 'x', t: '' },
+  { id: 'i', v: 2, w: 'y', t: 'b' },
+  { id: 'j', v: [7, 1], w: 'x', t: 'B' },
+  { id: 'k', v: 'apple', w: 'z', t: 'a' },
+  { id: 'l', v: 10, w: 'y', t: 'zz' },
+  { id: 'm', w: 'x', t: 'Zz' },
+  { id: 'n', v: 0, w: 'y', t: 'zZa' },
+  { id: 'o', v: 'Apple', w: 'x', t: '~' },
+  { id: 'p', v: '10', w: 'z', t: '10' },
+]
+
+let w: RowsWorld
+beforeAll(async () => {
+  w = await rowsWorld(MIXED)
+  for (const [name, sourceField, type] of [
+    ['V', 'v', 'text'],
+    ['W', 'w', 'text'],
+    ['T', 't', 'text'],
+    ['N', 'v', 'number'],
+  ]) {
+    const res = await w.alice.post(`/api/panels/${w.panelId}/columns/base`, { name, sourceField, type })
+    expect(res.status, JSON.stringify(res.body)).toBe(201)
+  }
+})
+afterAll(() => w.server.close())
+
+/** Every row of the view, page by page, and the path of each page. */
+async function readAll(viewId: number, params: Record<string, unknown> = {}) {
+  const keys: string[] = []
+  const paths = new Set<string>()
+  let total = 0
+  for (let page = 1; page <= 10; page++) {
+    const res = await w.alice.get(`/api/views/${viewId}/rows${query({ ...params, page: String(page), limit: '5' })}`)
+    expect(res.status, JSON.stringify(res.body)).toBe(200)
+    paths.add(String(res.headers.get('server-timing')))
+    total = res.body.meta.total
+    keys.push(...res.body.data.map((r: { _key: string }) => r._key))
+    if (!res.body.meta.hasNext) break
+  }
+  return { keys, paths: [...paths], total }
+}
+
+/** A request filter that every row passes: the row query answers instead of the members. */
+const EVERY_ROW = [{ columnTitle: 'W', operator: 'isNotEmpty' }]
+
+async function compare(extra: Record<string, unknown>) {
+  const res = await w.alice.post('/api/views', { name: 'Mixed', panelId: w.panelId, ...extra })
+  expect(res.status, JSON.stringify(res.body)).toBe(201)
+  const stored = await readAll(res.body.id)
+  const queried = await readAll(res.body.id, { filters: EVERY_ROW })
+  expect(stored.paths).toEqual(['rows;desc="members"'])
+  expect(queried.paths).toEqual(['rows;desc="query"'])
+  expect(stored.keys).toEqual(queried.keys)
+  expect(stored.total).toBe(queried.total)
+  return stored.keys
+}
+
+describe('a view page from its stored members', () => {
+  it.each([
+    ['no sorting (row id order)', {}],
+    ['mixed types ascending', { sorting: [{ columnTitle: 'V', direction: 'asc' }] }],
+    ['mixed types descending', { sorting: [{ columnTitle: 'V', direction: 'desc' }] }],
+    ['mixed types descending, blanks first', { sorting: [{ columnTitle: 'V', direction: 'desc', nullsFirst: true }] }],
+    ['a number column descending', { sorting: [{ columnTitle: 'N', direction: 'desc' }] }],
+    ['text prefixes and case descending', { sorting: [{ columnTitle: 'T', direction: 'desc' }] }],
+    ['text prefixes and case ascending', { sorting: [{ columnTitle: 'T', direction: 'asc' }] }],
+    [
+      'a custom order descending, blanks first',
+      { sorting: [{ columnTitle: 'V', direction: 'desc', customOrder: ['apple', '10'], nullsFirst: true }] },
+    ],
+    [
+      'two keys in mixed directions',
+      {
+        sorting: [
+          { columnTitle: 'W', direction: 'desc', priority: 1 },
+          { columnTitle: 'T', direction: 'asc', priority: 2 },
+        ],
+      },
+    ],
+    ['groups first, then the sorting', { config: { groupBy: ['W'] }, sorting: [{ columnTitle: 'V', direction: 'desc' }] }],
+    ['filtered', { filters: [{ columnTitle: 'W', operator: 'equals', value: 'x' }], sorting: [{ columnTitle: 'T', direction: 'desc' }] }],
+  ])('%s: the same rows in the same order as the row query', async (_label, extra) => {
+    const keys = await compare(extra)
+    expect(keys.length).toBeGreaterThan(0)
+  })
+
+  it('descending text: bigger first, a text after the longer texts it begins, case ignored', async () => {
+    const keys = await compare({ sorting: [{ columnTitle: 'T', direction: 'desc' }] })
+    expect(keys.indexOf('d')).toBeLessThan(keys.indexOf('a')) // abcd before abc
+    expect(keys.indexOf('a')).toBeLessThan(keys.indexOf('c')) // abc before ab
+    expect(Math.abs(keys.indexOf('a') - keys.indexOf('b'))).toBe(1) // abc and ABC tie (row id)
+    expect(keys.indexOf('a')).toBeLessThan(keys.indexOf('b'))
+  })
+
+  it('numbers descending, ties by row id, then every kind of blank', async () => {
+    const keys = await compare({ sorting: [{ columnTitle: 'N', direction: 'desc' }] })
+    // 10, 10, "10" (a number column reads it as 10), [7, 1] (its first element), 2, 0, -3.5; then the
+    // blanks: "", null, [], a missing value, and the texts a number column cannot read.
+    expect(keys.slice(0, 7)).toEqual(['a', 'l', 'p', 'j', 'i', 'n', 'f'])
+    expect(keys.slice(7)).toEqual(['b', 'c', 'd', 'e', 'g', 'h', 'k', 'm', 'o'])
+  })
+
+  it('pages past the end are empty and the total comes from the stored count', async () => {
+    const res = await w.alice.post('/api/views', { name: 'Count', panelId: w.panelId })
+    const page = await w.alice.get(`/api/views/${res.body.id}/rows?page=9&limit=5`)
+    expect(page.status).toBe(200)
+    expect(page.body.data).toEqual([])
+    expect(page.body.meta.total).toBe(MIXED.length)
+    expect(page.headers.get('server-timing')).toBe('rows;desc="members"')
+  })
+})
