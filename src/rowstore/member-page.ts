@@ -1,17 +1,18 @@
-import { sql } from 'drizzle-orm'
+import { type SQL, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../context.ts'
-import { loadPanelMembership } from './membership-plan.ts'
-import { memberOrderBy } from './query/member-order.ts'
+import { ORDER_KEY_NAMES } from '../db/schema-live.ts'
+import { loadPanelMembership, type MemberView } from './membership-plan.ts'
+import { memberOrderBy, membersAfter } from './query/member-order.ts'
 import type { PreparedRows } from './query/prepare.ts'
-import { type RecordRow, recordColumns } from './query/row-shape.ts'
-import { queryRowsPage, type RowsPage, type StoredPage } from './query/run.ts'
+import { type RecordRow, type Row, recordColumns, toRow } from './query/row-shape.ts'
+import { queryRowsPage, type RowBatchOptions, type RowsPage, rowBatches, type StoredPage } from './query/run.ts'
 import { timeOwedSql } from './work-time.ts'
 
 /**
- * A view's page from what the row store already keeps (docs/views-and-rows.md "Access paths"):
+ * A view's rows from what the row store already keeps (docs/views-and-rows.md "Access paths"):
  * `view_members` holds the view's rows with their order keys (member-order.ts), walked through one
- * index, and `views.member_count` their number. Only the page's records are then read. It answers
- * only when the stored members are the rows asked for, now:
+ * index, and `views.member_count` their number. Only the records of the rows answered are then
+ * read. The members answer only when they are the rows asked for, now:
  *
  * - the request adds nothing to the view's query (prepare.ts `members`);
  * - the view's membership was evaluated with the query and order it has now (its key), and its
@@ -19,42 +20,104 @@ import { timeOwedSql } from './work-time.ts'
  * - for a view that reads a column time alone changes (`_overdue`, an expired claim …), the time
  *   step owes its panel nothing (a due date passed since it ran would leave the members behind).
  *
- * The check and the page are read in one batch (one state); otherwise undefined, and the caller runs
- * the row query over the panel (run.ts), which gives the same rows in the same order.
+ * Otherwise the row query over the panel answers (run.ts), with the same rows in the same order.
  */
 
+/** A page of rows: from the view's stored members when they answer it, else from the row query. */
+export async function readRowsPage(ctx: ServiceContext, q: PreparedRows, offset: number, limit: number): Promise<RowsPage> {
+  return queryRowsPage(ctx, q, offset, limit, await readMemberPage(ctx, q, offset, limit))
+}
+
+/**
+ * Every row of the query in batches, in its order (exports): a keyset walk of the view's members
+ * when they answer it (checked once, as the walk starts), else run.ts `rowBatches`.
+ */
+export async function* readRowBatches(
+  ctx: ServiceContext,
+  q: PreparedRows,
+  options: RowBatchOptions = {},
+): AsyncGenerator<Row[]> {
+  const view = await answeringView(ctx, q)
+  const checked = view ? ((await ctx.db.batch(checkStatements(ctx, q, view))) as Checked) : undefined
+  if (view && checked && holds(view, checked)) yield* memberBatches(ctx, q, view.id, options)
+  else yield* rowBatches(ctx, q, options)
+}
+
+/** The page at `offset` from the members, with their stored count; undefined when they do not answer. */
 export async function readMemberPage(
   ctx: ServiceContext,
   q: PreparedRows,
   offset: number,
   limit: number,
 ): Promise<StoredPage | undefined> {
+  const view = await answeringView(ctx, q)
+  if (!view) return undefined
+  const [checked, owed, records] = await ctx.db.batch([
+    ...checkStatements(ctx, q, view),
+    ctx.db.all<RecordRow>(membersSql(q, view.id, sql`TRUE`, limit, offset)),
+  ])
+  if (!holds(view, [checked, owed])) return undefined
+  return { records, total: Number(checked[0].total) }
+}
+
+// --- Internal helpers ---
+
+/** The view of the query, compiled as its membership is, when its stored members were evaluated with what it is now. */
+async function answeringView(ctx: ServiceContext, q: PreparedRows): Promise<MemberView | undefined> {
   const target = q.members
   if (!target) return undefined
   const membership = await loadPanelMembership(ctx.db, target.tenantId, q.panelId, { at: target.at, only: target.viewId })
   const view = membership.views.find((v) => v.id === target.viewId)
   if (!view?.where || view.storedKey !== view.key || view.orderAt(target.at) === null) return undefined
-  const [state, records, owed] = await ctx.db.batch([
+  return view
+}
+
+type Checked = [{ key: string | null; total: number | null }[], { owed: number }[]]
+
+/** The view's stored key and count, and whether time owes its panel a step: read with what they vouch for. */
+function checkStatements(ctx: ServiceContext, q: PreparedRows, view: MemberView) {
+  const target = q.members as NonNullable<PreparedRows['members']>
+  return [
     ctx.db.all<{ key: string | null; total: number | null }>(
       sql`SELECT membership_key AS key, member_count AS total FROM views WHERE id = ${view.id} AND tenant_id = ${target.tenantId}`,
     ),
-    ctx.db.all<RecordRow>(sql`
-      SELECT ${sql.raw(recordColumns('x'))}
-      FROM (SELECT data_source_id, key, row_number() OVER () AS n FROM (
-        SELECT m.data_source_id, m.key FROM view_members m WHERE m.view_id = ${view.id}
-        ORDER BY ${sql.raw(memberOrderBy('m'))} LIMIT ${limit} OFFSET ${offset})) p
-      JOIN records x ON x.data_source_id = p.data_source_id AND x.key = p.key
-        AND x.generation = (SELECT current_generation FROM data_sources WHERE id = p.data_source_id)
-      WHERE x.tenant_id = ${target.tenantId}
-      ORDER BY p.n`),
     ctx.db.all<{ owed: number }>(view.readsTime ? timeOwedSql(target.tenantId, q.panelId, target.at) : sql`SELECT 0 AS owed`),
-  ])
-  const [stored] = state
-  if (!stored || stored.key !== view.key || stored.total === null || Number(owed[0]?.owed) === 1) return undefined
-  return { records, total: Number(stored.total) }
+  ] as const
 }
 
-/** A page of rows: from the view's stored members when they answer it, else from the row query. */
-export async function readRowsPage(ctx: ServiceContext, q: PreparedRows, offset: number, limit: number): Promise<RowsPage> {
-  return queryRowsPage(ctx, q, offset, limit, await readMemberPage(ctx, q, offset, limit))
+const holds = (view: MemberView, [state, owed]: Checked): boolean =>
+  state[0] !== undefined && state[0].key === view.key && state[0].total !== null && Number(owed[0]?.owed) !== 1
+
+/** The members after `after` in the view's order, `limit` of them from `offset`, with their records in that order. */
+const membersSql = (q: PreparedRows, viewId: number, after: SQL, limit: number, offset = 0): SQL => sql`
+  SELECT ${sql.raw(recordColumns('x'))}, ${sql.raw(ORDER_KEY_NAMES.map((k) => `p.${k}`).join(', '))}, p.row_id AS member_row_id
+  FROM (SELECT m.*, row_number() OVER () AS n FROM (
+    SELECT m.data_source_id, m.key, m.row_id, ${sql.raw(ORDER_KEY_NAMES.map((k) => `m.${k}`).join(', '))}
+    FROM view_members m WHERE m.view_id = ${viewId} AND ${after}
+    ORDER BY ${sql.raw(memberOrderBy('m'))} LIMIT ${limit} OFFSET ${offset}) m) p
+  JOIN records x ON x.data_source_id = p.data_source_id AND x.key = p.key
+    AND x.generation = (SELECT current_generation FROM data_sources WHERE id = p.data_source_id)
+  WHERE x.tenant_id = ${(q.members as NonNullable<PreparedRows['members']>).tenantId}
+  ORDER BY p.n`
+
+/** Batches of the members in the view's order, each starting after the last member of the one before. */
+async function* memberBatches(
+  ctx: ServiceContext,
+  q: PreparedRows,
+  viewId: number,
+  options: RowBatchOptions,
+): AsyncGenerator<Row[]> {
+  const size = Math.max(1, Math.min(options.batchSize ?? 1000, 10_000))
+  let left = options.maxRows ?? Number.POSITIVE_INFINITY
+  let after: SQL = sql`TRUE`
+  while (left > 0) {
+    const n = Math.min(size, left)
+    const records = await ctx.db.all<RecordRow & Record<string, unknown>>(membersSql(q, viewId, after, n))
+    if (records.length === 0) return
+    yield records.map((r) => toRow(r, q.visible))
+    left -= records.length
+    if (records.length < n) return
+    const last = records[records.length - 1]
+    after = membersAfter([...ORDER_KEY_NAMES.map((k) => last[k]), last.member_row_id])
+  }
 }

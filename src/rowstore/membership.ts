@@ -174,7 +174,12 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
     // Each row built and compared once (MATERIALIZED), whatever the planner would inline.
     sql`WITH x AS MATERIALIZED (
         SELECT r.row_id AS id, r.data_source_id, r.key, ${rowJson(view, write.at)} AS row, m.row AS member_row, m.row_id AS member_id,
-          ${memberKeyValues(keys)}, ${sql.raw(memberKeyColumns((k) => `m.${k}`, (k) => `m${k}`))}
+          ${memberKeyValues(keys)}, ${sql.raw(
+            memberKeyColumns(
+              (k) => `m.${k}`,
+              (k) => `m${k}`,
+            ),
+          )}
         FROM pending_changes c
         JOIN records r ON ${currentRecord('c')}
         LEFT JOIN view_members m ON m.view_id = ${view.id} AND m.data_source_id = r.data_source_id AND m.key = r.key
@@ -183,7 +188,12 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
         SELECT x.data_source_id, x.key, x.id, x.row, ${sql.raw(memberKeyColumns((k) => `x.${k}`))},
           CASE WHEN x.member_row IS NULL THEN 'entered'
                WHEN json_remove(x.member_row, '$._id') IS NOT json_remove(x.row, '$._id') THEN 'updated'
-               WHEN x.member_id IS NOT x.id OR ${sql.raw(memberKeysDiffer((k) => `x.${k}`, (k) => `x.m${k}`))} THEN 'moved' END AS kind
+               WHEN x.member_id IS NOT x.id OR ${sql.raw(
+                 memberKeysDiffer(
+                   (k) => `x.${k}`,
+                   (k) => `x.m${k}`,
+                 ),
+               )} THEN 'moved' END AS kind
         FROM x)
       INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row, ${sql.raw(memberKeyColumns())})
       SELECT ${write.token}, ${view.id}, y.data_source_id, y.key, y.kind, y.id, y.row, ${sql.raw(memberKeyColumns((k) => `y.${k}`))}

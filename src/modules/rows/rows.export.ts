@@ -4,7 +4,7 @@ import { columns, type FilterCriterion } from '../../db/schema.ts'
 import type { ColumnRef } from '../../engine/filters/resolve.ts'
 import { type FieldIssue, forbidden, invalid } from '../../errors.ts'
 import { pushStream } from '../../http/push-stream.ts'
-import { rowBatches } from '../../rowstore/query/run.ts'
+import { readRowBatches } from '../../rowstore/member-page.ts'
 import { noteAccess, streamAccess } from '../audit/audit.record.ts'
 import { prepareViewRows } from '../views/views.query.ts'
 import { rowLimitsFor } from '../views/views.rows-scope.ts'
@@ -16,7 +16,7 @@ import { writeCsv, writeJson } from './rows.export.text.ts'
 import { CONTENT_TYPES, EXTENSIONS, type ExportColumn, type ExportFormat, type FormatWriter } from './rows.export.types.ts'
 
 /**
- * How an export reads its rows (run.ts `rowBatches`): rows per batch, and, for a sorted view, ids
+ * How an export reads its rows (member-page.ts `readRowBatches`): rows per batch, and, for a sorted view, ids
  * per keyset step (each step sorts the rows in scope once). Tests make them small to cross several.
  */
 export const exportBatching = { rows: 2000, window: 100_000 }
@@ -53,7 +53,7 @@ export async function exportView(ctx: ServiceContext, viewId: number, q: ExportQ
   const batches =
     q.includeData === false
       ? (async function* () {})()
-      : rowBatches(ctx, prepared, { batchSize: exportBatching.rows, windowSize: exportBatching.window, maxRows: q.maxRows })
+      : readRowBatches(ctx, prepared, { batchSize: exportBatching.rows, windowSize: exportBatching.window, maxRows: q.maxRows })
   const writer = writerFor(q.format, ctx.runtime)
   // The library of a binary format is loaded before the response starts: a runtime without it is a 400.
   if (q.format === 'excel') await loadExcelJs(ctx.runtime)

@@ -1,9 +1,10 @@
 import type { ServiceContext } from '../../context.ts'
 import type { CohortRule } from '../../db/schema.ts'
 import { notFound } from '../../errors.ts'
+import { readRowBatches } from '../../rowstore/member-page.ts'
 import { type PreparedRows, prepareRows, type RowParams, type RowSource } from '../../rowstore/query/prepare.ts'
 import type { Row } from '../../rowstore/query/row-shape.ts'
-import { type RowBatchOptions, rowBatches } from '../../rowstore/query/run.ts'
+import type { RowBatchOptions } from '../../rowstore/query/run.ts'
 import { findPanel } from '../panels/panels.service.ts'
 import type { ViewRow } from './views.schemas.ts'
 
@@ -30,5 +31,5 @@ export async function* viewRowBatches(
   options: RowBatchOptions & { params?: RowParams } = {},
 ): AsyncGenerator<Row[]> {
   const prepared = await prepareViewRows(ctx, view, options.params)
-  yield* rowBatches(ctx, prepared, options)
+  yield* readRowBatches(ctx, prepared, options)
 }

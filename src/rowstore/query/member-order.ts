@@ -42,19 +42,21 @@ export function memberOrderKeys(keys: SortKey[]): SQL[] | null {
     out.push(sql`(CASE WHEN ${v} IS NULL THEN ${sql.raw(String(blank))} ELSE (CASE typeof(${v})
       WHEN 'integer' THEN ${sql.raw(String(number))} WHEN 'real' THEN ${sql.raw(String(number))}
       WHEN 'text' THEN 2 ELSE ${sql.raw(String(other))} END) END)`)
+    // A blank's value is 0 (its class alone places it): no key is ever null, so a keyset over the
+    // keys compares as row values (member-page.ts).
     out.push(
       desc
-        ? sql`(CASE typeof(${v}) WHEN 'integer' THEN -${v} WHEN 'real' THEN -${v} WHEN 'null' THEN NULL ELSE ${reversedText(v)} END)`
-        : v,
+        ? sql`(CASE typeof(${v}) WHEN 'integer' THEN -${v} WHEN 'real' THEN -${v} WHEN 'null' THEN 0 ELSE ${reversedText(v)} END)`
+        : sql`coalesce(${v}, 0)`,
     )
   }
   return out
 }
 
-/** `s0` … `s7` of a SELECT list, in order, each named (unused keys null). */
+/** `s0` … `s7` of a SELECT list, in order, each named (unused keys 0). */
 export function memberKeyValues(keys: SQL[]): SQL {
   return sql.join(
-    ORDER_KEY_NAMES.map((name, i) => sql`${keys[i] ?? sql`NULL`} AS ${sql.raw(name)}`),
+    ORDER_KEY_NAMES.map((name, i) => sql`${keys[i] ?? sql`0`} AS ${sql.raw(name)}`),
     sql`, `,
   )
 }
@@ -63,9 +65,19 @@ export function memberKeyValues(keys: SQL[]): SQL {
 export const memberKeyColumns = (name: (key: string) => string = (k) => k, as?: (key: string) => string): string =>
   ORDER_KEY_NAMES.map((k) => (as ? `${name(k)} AS ${as(k)}` : name(k))).join(', ')
 
-/** The ORDER BY of a view's members that the shared index answers (alias `m`). */
+/** The order keys and the row id as the shared index compares them (alias `m`): an ORDER BY, or a row value. */
 export const memberOrderBy = (alias = 'm'): string =>
   [...ORDER_KEY_NAMES.map((k) => `${alias}.${k} COLLATE NOCASE`), `${alias}.row_id`].join(', ')
+
+/**
+ * The members after the one whose keys and row id are `last` (s0 … s7, row_id), in the index's
+ * order: one row-value comparison, which the index seeks to (no key is null).
+ */
+export const membersAfter = (last: unknown[], alias = 'm'): SQL =>
+  sql`(${sql.raw(memberOrderBy(alias))}) > (${sql.join(
+    last.map((v) => sql`${v}`),
+    sql`, `,
+  )})`
 
 /** Some order key differs between two sets of the same keys, as `a(key)` and `b(key)` name them. */
 export const memberKeysDiffer = (a: (key: string) => string, b: (key: string) => string): string =>

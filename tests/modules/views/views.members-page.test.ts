@@ -1,11 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { exportBatching } from '../../../src/modules/rows/rows.export.ts'
+import { authHeaders } from '../../helpers/auth.ts'
 import { query, type RowsWorld, rowsWorld } from '../rows/fixtures.ts'
 
 /**
  * A view's page from its stored members (docs/views-and-rows.md "Access paths"): the same rows in
  * the same order as the row query over the panel, whatever the sort, over values of every type —
  * numbers, text read as numbers, letters in both cases, blanks of each kind, texts that begin
- * others, non-ASCII text. `Server-Timing` says which path answered.
+ * others, non-ASCII text — and an export (a keyset walk of the members, in small batches here)
+ * streams that order. `Server-Timing` says which path answered.
  */
 
 const MIXED = [
@@ -35,12 +38,19 @@ beforeAll(async () => {
     ['W', 'w', 'text'],
     ['T', 't', 'text'],
     ['N', 'v', 'number'],
+    ['Id', 'id', 'text'],
   ]) {
     const res = await w.alice.post(`/api/panels/${w.panelId}/columns/base`, { name, sourceField, type })
     expect(res.status, JSON.stringify(res.body)).toBe(201)
   }
 })
 afterAll(() => w.server.close())
+beforeEach(() => {
+  exportBatching.rows = 3
+})
+afterEach(() => {
+  exportBatching.rows = 2000
+})
 
 /** Every row of the view, page by page, and the path of each page. */
 async function readAll(viewId: number, params: Record<string, unknown> = {}) {
@@ -61,6 +71,14 @@ async function readAll(viewId: number, params: Record<string, unknown> = {}) {
 /** A request filter that every row passes: the row query answers instead of the members. */
 const EVERY_ROW = [{ columnTitle: 'W', operator: 'isNotEmpty' }]
 
+/** The Id column of a JSON export of the view, in the order it streams (batches of 3: see beforeEach). */
+async function exported(viewId: number): Promise<string[]> {
+  const res = await w.t.app.request(`/api/views/${viewId}/export?format=json`, { headers: await authHeaders('tenant-a', 'alice') })
+  expect(res.status).toBe(200)
+  return ((await res.json()) as { Id: string }[]).map((r) => r.Id)
+}
+
+/** The members' pages equal the row query's pages, and an export streams the same order. */
 async function compare(extra: Record<string, unknown>) {
   const res = await w.alice.post('/api/views', { name: 'Mixed', panelId: w.panelId, ...extra })
   expect(res.status, JSON.stringify(res.body)).toBe(201)
@@ -70,6 +88,7 @@ async function compare(extra: Record<string, unknown>) {
   expect(queried.paths).toEqual(['rows;desc="query"'])
   expect(stored.keys).toEqual(queried.keys)
   expect(stored.total).toBe(queried.total)
+  expect(await exported(res.body.id)).toEqual(stored.keys)
   return stored.keys
 }
 
