@@ -5,6 +5,7 @@ import { dataSources, syncRuns } from '../../db/schema.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { FileAccessError } from '../../lib/files.ts'
 import { appendEvents } from '../../rowstore/events.ts'
+import type { PanelPlan } from '../../rowstore/materialise.ts'
 import { countRemovedKeys, dropGeneration } from '../../rowstore/records.ts'
 import { commitEvents, type RowWrite, rowWrite, switchGeneration } from '../../rowstore/write.ts'
 import { changeInsert } from '../changes/changes.service.ts'
@@ -48,6 +49,8 @@ export interface SyncOutcome {
   run: SyncRunRow
   recordsProcessed: number
   message: string
+  /** The plan a pulled run that read to its end made its rows with (the runner's catch-up compares it). */
+  plan?: PanelPlan
 }
 
 export interface Ended {
