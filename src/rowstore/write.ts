@@ -34,7 +34,9 @@ export type { RowSource, RowWrite }
  * 6. the writer's own statements (cursor, event ids, lease renewal, run counters, change record);
  *
  * all in one `db.batch` (one transaction), and after the commit `live.committed(tenantId)`, so the
- * feed's streams read the events at once. A writer never assembles this order itself.
+ * feed's streams read the events at once. A writer never assembles this order itself. A writer's
+ * statements that move no visible row but append events (a run's end after its batches, a failed
+ * run's partial generation dropped) commit through `commitEvents`, which wakes the feed alike.
  */
 
 export type { BatchStatement }
@@ -186,6 +188,21 @@ export async function switchGeneration(store: RowStore, change: GenerationSwitch
     change.with ?? [],
   )
   store.live?.committed(source.tenantId)
+  return results
+}
+
+/**
+ * A writer's statements that move no visible row but append events (the end of a run whose rows
+ * committed with its batches, a failed run's partial generation dropped): one batch, then the feed
+ * is woken. Answers the statements' results, in order.
+ */
+export async function commitEvents(
+  store: RowStore,
+  tenantId: string,
+  statements: readonly BatchStatement[],
+): Promise<readonly unknown[]> {
+  const results = await run(store, [], statements)
+  store.live?.committed(tenantId)
   return results
 }
 

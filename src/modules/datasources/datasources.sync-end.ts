@@ -1,13 +1,13 @@
 import { eq, sql } from 'drizzle-orm'
 import { ConnectorError } from '../../connectors/types.ts'
 import type { ServiceContext } from '../../context.ts'
-import { runBatch } from '../../db/client.ts'
 import { dataSources, syncRuns } from '../../db/schema.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { FileAccessError } from '../../lib/files.ts'
 import { appendEvents } from '../../rowstore/events.ts'
+import type { PanelPlan } from '../../rowstore/materialise.ts'
 import { countRemovedKeys, dropGeneration } from '../../rowstore/records.ts'
-import { type RowWrite, rowWrite, switchGeneration } from '../../rowstore/write.ts'
+import { commitEvents, type RowWrite, rowWrite, switchGeneration } from '../../rowstore/write.ts'
 import { changeInsert } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import { nextSyncAt } from './datasources.schedule.ts'
@@ -29,7 +29,9 @@ import {
  * the view owners' notices), records the SYNC change and appends `sync.completed`; failure or
  * cancellation drops a full sync's partial generation, so readers keep the previous one, and
  * appends `sync.failed` — no row moved, no row event (LIVE.md). A run stopped by a stopping
- * service is handed back as after a crash. Webhook deliveries end their runs here too.
+ * service is handed back as after a crash. Webhook deliveries end their runs here too. Each end
+ * commits through the row store's write protocol (`switchGeneration`, `commitEvents`) and reads
+ * the source and the run as they ended in the same batch, for the outcome.
  */
 
 /** What a run read and wrote, as its sync run reports it. */
@@ -47,6 +49,8 @@ export interface SyncOutcome {
   run: SyncRunRow
   recordsProcessed: number
   message: string
+  /** The plan a pulled run that read to its end made its rows with (the runner's catch-up compares it). */
+  plan?: PanelPlan
 }
 
 export interface Ended {
@@ -111,22 +115,14 @@ export async function finish(
     ctx.db.update(syncRuns).set(ended).where(eq(syncRuns.id, run.id)),
     change,
     ...notice,
+    ...readBack(ctx, run),
   ]
-  if (!write) {
-    // An incremental run's rows and events committed with its batches: its end is the lifecycle's.
-    await runBatch(ctx.db, lifecycle)
-    ctx.live.committed(source.tenantId)
-  } else {
-    await switchGeneration(ctx, {
-      source,
-      to: run.generation,
-      write,
-      digest,
-      when: stillLeased(run),
-      with: lifecycle,
-    })
-  }
-  return outcome(ctx, source, run, counts.rowsWritten, message)
+  // An incremental run's rows and events committed with its batches: its end is the lifecycle's.
+  const results = write
+    ? await switchGeneration(ctx, { source, to: run.generation, write, digest, when: stillLeased(run), with: lifecycle })
+    : await commitEvents(ctx, source.tenantId, lifecycle)
+  const stored = storedOf(results)
+  return { source: stored.source ?? source, run: stored.run ?? run, recordsProcessed: counts.rowsWritten, message }
 }
 
 /** Failure or cancellation: the partial generation goes, the previous one stays visible. */
@@ -164,15 +160,17 @@ export async function fail(
       ...RELEASED,
     })
     .where(heldBy(run))
-  await runBatch(ctx.db, [
+  const results = await commitEvents(ctx, source.tenantId, [
     ...dropPartial,
     ...runEvent(source, run, 'sync.failed', ended, now),
     released,
     ctx.db.update(syncRuns).set(ended).where(eq(syncRuns.id, run.id)),
     change,
+    ...readBack(ctx, run),
   ])
-  ctx.live.committed(source.tenantId)
-  return outcome(ctx, source, run, 0, status === 'cancelled' ? error : `Synchronisation failed: ${error}`)
+  const stored = storedOf(results)
+  const message = status === 'cancelled' ? error : `Synchronisation failed: ${error}`
+  return { source: stored.source ?? source, run: stored.run ?? run, recordsProcessed: 0, message }
 }
 
 /**
@@ -184,7 +182,8 @@ export async function failed(ctx: ServiceContext, run: Ended, err: unknown, dura
   if (err instanceof SyncInterrupted) {
     await recoverInterruptedSyncs(ctx.db, ctx.clock.now(), { runId: run.run.id })
     ctx.log.warn('sync handed back', { dataSourceId: run.source.id, runId: run.run.id, rowsRead: run.counts.rowsRead })
-    return outcome(ctx, run.source, run.run, 0, INTERRUPTED)
+    const stored = storedOf(await ctx.db.batch(readBack(ctx, run.run)))
+    return { source: stored.source ?? run.source, run: stored.run ?? run.run, recordsProcessed: 0, message: INTERRUPTED }
   }
   if (err instanceof SyncCancelled) return fail(ctx, run, 'cancelled', 'Synchronisation cancelled', durationMs)
   return fail(ctx, run, 'error', errorMessageOf(ctx, run, err), durationMs)
@@ -203,21 +202,6 @@ export function syncWrite(ctx: ServiceContext, source: DataSourceRow, run: SyncR
   })
 }
 
-/** The outcome of an ended run, with the source and run as stored now. */
-export async function outcome(
-  ctx: ServiceContext,
-  source: DataSourceRow,
-  run: SyncRunRow,
-  recordsProcessed: number,
-  message: string,
-) {
-  const [[fresh], [finished]] = await ctx.db.batch([
-    ctx.db.select().from(dataSources).where(eq(dataSources.id, source.id)),
-    ctx.db.select().from(syncRuns).where(eq(syncRuns.id, run.id)),
-  ])
-  return { source: fresh ?? source, run: finished ?? run, recordsProcessed, message }
-}
-
 /**
  * A full sync's (or a webhook snapshot's) counts from what its generation holds (rows sharing a
  * key are one record: the last read wins): written = its records, deleted = the keys it lacks.
@@ -234,6 +218,22 @@ export async function countGeneration(db: ServiceContext['db'], sourceId: number
 }
 
 // --- Internal helpers ---
+
+/**
+ * The source and the run as stored once the run ended, read at the end of the run's end batch (its
+ * last two statements), for the outcome.
+ */
+const readBack = (ctx: ServiceContext, run: SyncRunRow) =>
+  [
+    ctx.db.select().from(dataSources).where(eq(dataSources.id, run.dataSourceId)),
+    ctx.db.select().from(syncRuns).where(eq(syncRuns.id, run.id)),
+  ] as const
+
+/** The rows `readBack` read, from the results of the batch it ends. */
+function storedOf(results: readonly unknown[]): { source?: DataSourceRow; run?: SyncRunRow } {
+  const [sources, runs] = results.slice(-2) as [DataSourceRow[], SyncRunRow[]]
+  return { source: sources[0], run: runs[0] }
+}
 
 /** `sync.completed` or `sync.failed` with the run as it ends, appended only while the run is still open. */
 const runEvent = (

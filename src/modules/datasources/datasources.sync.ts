@@ -21,7 +21,8 @@ import { openRead, type Read, readAndWrite, type SyncJob } from './datasources.s
  * at the end in one batch (with the run, the SYNC change and notifications); an `incremental` read
  * upserts/deletes by key in the current generation and advances the cursor with each committed
  * batch. A failure or cancellation of a full read drops the partial generation, so readers keep the
- * previous one. Never throws for a source failure: the outcome carries the error.
+ * previous one. Never throws for a source failure: the outcome carries the error, and a run that
+ * read to its end the plan it made its rows with (its runner's catch-up: `runSync`).
  */
 export async function executeSync(ctx: ServiceContext, source: DataSourceRow, run: SyncRunRow): Promise<SyncOutcome> {
   const started = Date.now()
@@ -34,19 +35,17 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
   } catch (err) {
     return failed(ctx, { source, run, counts, incremental: job?.incremental ?? false }, err, Date.now() - started)
   }
-  const outcome = await finish(
-    ctx,
-    { source, run, counts, incremental: job.incremental, digest: read.digest },
-    Date.now() - started,
-  )
-  await catchUpColumnChanges(ctx, source.panelId, read.plan)
-  return outcome
+  const ended = { source, run, counts, incremental: job.incremental, digest: read.digest }
+  return { ...(await finish(ctx, ended, Date.now() - started)), plan: read.plan }
 }
 
-/** beginSync + executeSync: the sync a request waits for (create, POST …/sync). */
+/**
+ * beginSync + executeSync + the panel's follow-up: the sync a request or the scheduler waits for
+ * (create, POST …/sync, a due source).
+ */
 export async function runSync(ctx: ServiceContext, source: DataSourceRow, trigger: SyncTrigger): Promise<SyncOutcome> {
   const run = await beginSync(ctx, source, trigger)
-  return executeSync(ctx, source, run)
+  return syncAndCatchUp(ctx, source, run)
 }
 
 /**
@@ -57,7 +56,7 @@ export async function runSync(ctx: ServiceContext, source: DataSourceRow, trigge
  */
 export async function runSyncInBackground(ctx: ServiceContext, source: DataSourceRow, trigger: SyncTrigger): Promise<SyncRunRow> {
   const run = await beginSync(ctx, source, trigger)
-  ctx.defer(executeSync(ctx, source, run), { what: 'sync', dataSourceId: source.id, runId: run.id })
+  ctx.defer(syncAndCatchUp(ctx, source, run), { what: 'sync', dataSourceId: source.id, runId: run.id })
   return run
 }
 
@@ -76,4 +75,17 @@ export async function requestCancel(ctx: ServiceContext, source: DataSourceRow):
     .returning()
   if (!run) throw conflict(`No synchronisation of data source ${source.id} is running`)
   return run
+}
+
+// --- Internal helpers ---
+
+/**
+ * A run, then the panel's follow-up: columns changed while the run wrote rows with the older plan
+ * (recomputed meanwhile from the rows as they were) bring those rows up to date. The row store's
+ * recompute is the panel's, not the run's: it comes after the run ended and released its source.
+ */
+async function syncAndCatchUp(ctx: ServiceContext, source: DataSourceRow, run: SyncRunRow): Promise<SyncOutcome> {
+  const outcome = await executeSync(ctx, source, run)
+  if (outcome.plan) await catchUpColumnChanges(ctx, source.panelId, outcome.plan)
+  return outcome
 }

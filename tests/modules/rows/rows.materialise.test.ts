@@ -1,12 +1,13 @@
 import { eq } from 'drizzle-orm'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { panels } from '../../../src/db/schema.ts'
+import { dataSources, panels } from '../../../src/db/schema.ts'
 import { loadPanelPlan, rowOf } from '../../../src/rowstore/materialise.ts'
 import { recomputePanel } from '../../../src/rowstore/recompute.ts'
 import { runMaintenanceTick } from '../../../src/scheduler/maintenance-tick.ts'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
 import { type FixtureServer, sendJson, startJsonServer } from '../../helpers/servers.ts'
+import { waitFor } from '../datasources/fixtures.ts'
 
 /** Cells are computed on write and after column changes (DATA-ENGINE: Rows). */
 
@@ -20,9 +21,16 @@ let server: FixtureServer
 let t: TestApp
 let alice: TestClient
 let panelId: number
+/** Runs once while the source serves its next read, before it answers (a change racing a sync). */
+let duringRead: (() => Promise<unknown>) | undefined
 
 beforeAll(async () => {
-  server = await startJsonServer((_req, res) => sendJson(res, 200, PATIENTS))
+  server = await startJsonServer(async (_req, res) => {
+    const race = duringRead
+    duringRead = undefined
+    await race?.()
+    sendJson(res, 200, PATIENTS)
+  })
 })
 afterAll(() => server.close())
 
@@ -117,6 +125,43 @@ describe('recompute after column changes', () => {
     await addSource()
     await addBase('Gender', 'Patient.gender')
     expect(await recomputePanel(t.deps.db, 'tenant-b', panelId, () => t.clock.now())).toBe(0)
+  })
+})
+
+describe('a column added while a sync reads', () => {
+  const genders = async (): Promise<unknown[]> => (await rows('Family')).map((r: { Gender?: string }) => r.Gender)
+  const addGenderDuringRead = () => {
+    duringRead = () => addBase('Gender', 'Patient.gender')
+  }
+
+  it('is computed on the rows the sync wrote with the columns before it, once a sync of the route ends', async () => {
+    await addBase('Family', 'Patient.name.family.first()')
+    const source = (await addSource()).body
+    addGenderDuringRead()
+    const synced = await alice.post(`/api/datasources/${source.id}/sync`, {})
+    expect(synced.body.status).toBe('success')
+    expect(await genders()).toEqual(['female', 'female', 'male'])
+  })
+
+  it('is computed likewise after a sync in the background', async () => {
+    await addBase('Family', 'Patient.name.family.first()')
+    const source = (await addSource()).body
+    addGenderDuringRead()
+    expect((await alice.post(`/api/datasources/${source.id}/sync?async=true`, {})).status).toBe(202)
+    const after = await waitFor(async () => {
+      const now = await genders()
+      return now.every((g) => typeof g === 'string') ? now : undefined
+    })
+    expect(after).toEqual(['female', 'female', 'male'])
+  })
+
+  it('is computed likewise after a scheduled sync', async () => {
+    await addBase('Family', 'Patient.name.family.first()')
+    const source = (await addSource()).body
+    await t.deps.db.update(dataSources).set({ nextSyncAt: '2000-01-01T00:00:00.000Z' }).where(eq(dataSources.id, source.id))
+    addGenderDuringRead()
+    expect((await runMaintenanceTick(t.deps)).succeeded).toBe(1)
+    expect(await genders()).toEqual(['female', 'female', 'male'])
   })
 })
 
