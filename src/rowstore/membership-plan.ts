@@ -5,7 +5,7 @@ import { type ColumnRef, type FilterIssue, resolveCohortRule, resolveFilters } f
 import { hashText } from './digest.ts'
 import { panelColumnsOf } from './query/columns.ts'
 import { filterSql } from './query/filter-sql.ts'
-import { memberOrderKeys } from './query/member-order.ts'
+import { type MemberOrder, memberOrder } from './query/member-order.ts'
 import { visibleColumns } from './query/row-shape.ts'
 import { viewSortKeys } from './query/view-order.ts'
 import { meInFilters, VIRTUAL_NAMES, virtualColumn, type WorkClock, withVirtual } from './query/virtual.ts'
@@ -43,7 +43,7 @@ export interface MemberView {
    * The order keys of a member (member-order.ts) over `r`, with the virtual columns as of `now`;
    * null when the view's order needs more keys than a member holds (its pages then sort).
    */
-  orderAt: (now: string) => SQL[] | null
+  orderAt: (now: string) => MemberOrder | null
   /**
    * The view's rule, filters, columns or order name a column whose value changes with time alone
    * (`_overdue`, `_snoozed`, `_assignee`, `_claimExpiresAt`): its members are as of the last
@@ -167,11 +167,11 @@ export async function loadPanelMembership(
     // The order its members are stored in (member-order.ts): the view's groups, then its sorting.
     const config = JSON.parse(v.config) as { groupBy?: string[] }
     const sorting = JSON.parse(v.sorting) as SortCriterion[]
-    const orderAt = (now: string): SQL[] | null => {
+    const orderAt = (now: string): MemberOrder | null => {
       const lookup = now === clock.now ? columns.byName : withVirtual(real.byName, { ...clock, now })
       const found: FilterIssue[] = []
       const { keys } = viewSortKeys({ groupBy: config.groupBy, sorting }, lookup, found)
-      return found.length > 0 ? null : memberOrderKeys(keys)
+      return found.length > 0 ? null : memberOrder(keys)
     }
     // `rows: 3`: rows carry `_key` and their lasting `_id` (docs/worklist.md), members their order
     // keys (`order`); older memberships are evaluated afresh.

@@ -4,7 +4,14 @@ import { ORDER_KEY_NAMES } from '../db/schema-live.ts'
 import type { ColumnRef } from '../engine/filters/resolve.ts'
 import { appendEventsFrom } from './events.ts'
 import { loadPanelMembership, type MemberView, type PanelMembership, type ViewPatch } from './membership-plan.ts'
-import { memberKeyColumns, memberKeysDiffer, memberKeyValues } from './query/member-order.ts'
+import {
+  type MemberOrder,
+  memberKeyColumns,
+  memberKeysDiffer,
+  memberKeyValues,
+  memberValueColumns,
+  valueNames,
+} from './query/member-order.ts'
 import { VIRTUAL_NAMES, virtualColumn, virtualSql } from './query/virtual.ts'
 
 /**
@@ -82,14 +89,19 @@ export function resetStatements(
     ]
   }
   const unchanged = sql`EXISTS (SELECT 1 FROM views WHERE id = ${view.id} AND membership_key IS ${view.storedKey})`
+  const order = view.orderAt(write.at) ?? NO_ORDER
   const statements = [
     sql`DELETE FROM view_members WHERE view_id = ${view.id} AND ${unchanged}`,
-    sql`INSERT INTO view_members (view_id, data_source_id, key, tenant_id, panel_id, row_id, row, ${sql.raw(memberKeyColumns())})
+    // The sort values read once per row (t), then the order keys computed from them (member-order.ts).
+    sql`WITH t AS MATERIALIZED (
+        SELECT r.id ${memberValueColumns(order)}
+        FROM records r JOIN data_sources s ON s.id = r.data_source_id AND s.tenant_id = ${membership.tenantId}
+        WHERE r.tenant_id = ${membership.tenantId} AND r.panel_id = ${sql.raw(String(membership.panelId))}
+          AND r.generation = s.current_generation AND ${unchanged} AND ${view.whereAt(write.at)})
+      INSERT INTO view_members (view_id, data_source_id, key, tenant_id, panel_id, row_id, row, ${sql.raw(memberKeyColumns())})
       SELECT ${view.id}, r.data_source_id, r.key, r.tenant_id, r.panel_id, r.row_id, ${rowJson(view, write.at)},
-        ${memberKeyValues(view.orderAt(write.at) ?? [])}
-      FROM records r JOIN data_sources s ON s.id = r.data_source_id AND s.tenant_id = ${membership.tenantId}
-      WHERE r.tenant_id = ${membership.tenantId} AND r.panel_id = ${sql.raw(String(membership.panelId))}
-        AND r.generation = s.current_generation AND ${unchanged} AND ${view.whereAt(write.at)}`,
+        ${memberKeyValues(order.keys(valueNames('t')))}
+      FROM t JOIN records r ON r.id = t.id`,
     // The total a page answers, counted once here and kept by every move after (memberUpdateStatements).
     sql`UPDATE views SET member_count = (SELECT count(*) FROM view_members WHERE view_id = ${view.id})
       WHERE id = ${view.id} AND membership_key IS ${view.storedKey}`,
@@ -135,6 +147,9 @@ export async function panelEvaluationStatements(db: Db, tenantId: string, panelI
   return membership.views.flatMap((v) => (v.key === v.storedKey ? [] : resetStatements(membership, v, { at })))
 }
 
+/** The keys of a view whose order does not fit in a member's keys (its pages sort: member-page.ts). */
+const NO_ORDER: MemberOrder = { values: [], keys: () => [] }
+
 /** A fresh scratch token: a write's own, so two concurrent writes never read each other's rows. */
 export const writeToken = () => crypto.randomUUID()
 
@@ -169,34 +184,37 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
   const unchanged = sql`EXISTS (SELECT 1 FROM views WHERE id = ${view.id} AND membership_key IS ${view.key})`
   const panel = sql.raw(String(membership.panelId))
   const where = view.whereAt(write.at)
-  const keys = view.orderAt(write.at) ?? []
+  const order = view.orderAt(write.at) ?? NO_ORDER
   return [
     // Each row built and compared once (MATERIALIZED), whatever the planner would inline.
+    // Each row built and compared once (MATERIALIZED), whatever the planner would inline; its sort
+    // values read once (x), its order keys computed from them (k).
     sql`WITH x AS MATERIALIZED (
         SELECT r.row_id AS id, r.data_source_id, r.key, ${rowJson(view, write.at)} AS row, m.row AS member_row, m.row_id AS member_id,
-          ${memberKeyValues(keys)}, ${sql.raw(
+          ${sql.raw(
             memberKeyColumns(
               (k) => `m.${k}`,
               (k) => `m${k}`,
             ),
-          )}
+          )} ${memberValueColumns(order)}
         FROM pending_changes c
         JOIN records r ON ${currentRecord('c')}
         LEFT JOIN view_members m ON m.view_id = ${view.id} AND m.data_source_id = r.data_source_id AND m.key = r.key
         WHERE c.token = ${write.token} AND c.view_id = 0 AND r.panel_id = ${panel} AND ${unchanged} AND ${where}),
+      k AS MATERIALIZED (SELECT x.*, ${memberKeyValues(order.keys(valueNames('x')))} FROM x),
       y AS MATERIALIZED (
-        SELECT x.data_source_id, x.key, x.id, x.row, ${sql.raw(memberKeyColumns((k) => `x.${k}`))},
-          CASE WHEN x.member_row IS NULL THEN 'entered'
-               WHEN json_remove(x.member_row, '$._id') IS NOT json_remove(x.row, '$._id') THEN 'updated'
-               WHEN x.member_id IS NOT x.id OR ${sql.raw(
+        SELECT k.data_source_id, k.key, k.id, k.row, ${sql.raw(memberKeyColumns((c) => `k.${c}`))},
+          CASE WHEN k.member_row IS NULL THEN 'entered'
+               WHEN json_remove(k.member_row, '$._id') IS NOT json_remove(k.row, '$._id') THEN 'updated'
+               WHEN k.member_id IS NOT k.id OR ${sql.raw(
                  memberKeysDiffer(
-                   (k) => `x.${k}`,
-                   (k) => `x.m${k}`,
+                   (c) => `k.${c}`,
+                   (c) => `k.m${c}`,
                  ),
                )} THEN 'moved' END AS kind
-        FROM x)
+        FROM k)
       INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row, ${sql.raw(memberKeyColumns())})
-      SELECT ${write.token}, ${view.id}, y.data_source_id, y.key, y.kind, y.id, y.row, ${sql.raw(memberKeyColumns((k) => `y.${k}`))}
+      SELECT ${write.token}, ${view.id}, y.data_source_id, y.key, y.kind, y.id, y.row, ${sql.raw(memberKeyColumns((c) => `y.${c}`))}
       FROM y WHERE y.kind IS NOT NULL`,
     sql`INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row)
       SELECT ${write.token}, ${view.id}, m.data_source_id, m.key, 'left', m.row_id, m.row

@@ -25,31 +25,62 @@ import { customRank, type SortKey, sortValue } from './order.ts'
 /** Keys per sort key: class and value; blank, rank, class and value with a custom order. */
 const keysOf = (key: SortKey) => (key.customOrder?.length ? 4 : 2)
 
-/** The stored keys of `keys` over the records alias `r`; null when they need more than the member holds. */
-export function memberOrderKeys(keys: SortKey[]): SQL[] | null {
+/**
+ * A view's member order: the value each sort key sorts by (over the records alias `r`), and the
+ * stored keys computed from those values once they are columns of a row (`x.v0`, …), so that each
+ * value is read from the row's cells once, however often its keys name it.
+ */
+export interface MemberOrder {
+  /** Per sort key, the value it sorts by (`nullif(sortValue, '')`): select each as `v0`, `v1`, … */
+  values: SQL[]
+  /** The stored keys, given how each value is named where they are computed. */
+  keys: (value: (i: number) => SQL) => SQL[]
+}
+
+/** The member order of `keys`; null when they need more stored keys than a member holds. */
+export function memberOrder(keys: SortKey[]): MemberOrder | null {
   if (keys.reduce((n, k) => n + keysOf(k), 0) > ORDER_KEY_COUNT) return null
-  const out: SQL[] = []
-  for (const key of keys) {
-    const v = sql`nullif(${sortValue(key.column)}, '')`
-    const desc = key.direction === 'desc'
-    const blank = key.nullsFirst ? 0 : 4
-    if (key.customOrder?.length) {
-      out.push(key.nullsFirst ? sql`(${v} IS NOT NULL)` : sql`(${v} IS NULL)`, customRank(v, key.customOrder))
-    }
-    // Numbers 1, text 2, blobs 3 (ascending); blobs 1, text 2, numbers 3 (descending).
-    const number = desc ? 3 : 1
-    const other = desc ? 1 : 3
-    out.push(sql`(CASE WHEN ${v} IS NULL THEN ${sql.raw(String(blank))} ELSE (CASE typeof(${v})
-      WHEN 'integer' THEN ${sql.raw(String(number))} WHEN 'real' THEN ${sql.raw(String(number))}
-      WHEN 'text' THEN 2 ELSE ${sql.raw(String(other))} END) END)`)
-    // A blank's value is 0 (its class alone places it): no key is ever null, so a keyset over the
-    // keys compares as row values (member-page.ts).
-    out.push(
-      desc
-        ? sql`(CASE typeof(${v}) WHEN 'integer' THEN -${v} WHEN 'real' THEN -${v} WHEN 'null' THEN 0 ELSE ${reversedText(v)} END)`
-        : sql`coalesce(${v}, 0)`,
-    )
+  return {
+    values: keys.map((key) => sql`nullif(${sortValue(key.column)}, '')`),
+    keys: (value) => keys.flatMap((key, i) => storedKeys(key, value(i))),
   }
+}
+
+/** The names of a member order's values (`memberValueColumns`) as columns of `alias`. */
+export const valueNames =
+  (alias: string): ((i: number) => SQL) =>
+  (i) =>
+    sql.raw(`${alias}.v${i}`)
+
+/** `value AS v0, …` for a SELECT list (nothing when the order has no keys). */
+export function memberValueColumns(order: MemberOrder): SQL {
+  return sql.join(
+    order.values.map((v, i) => sql`, ${v} AS ${sql.raw(`v${i}`)}`),
+    sql``,
+  )
+}
+
+/** The stored keys of one sort key whose value (null for a blank) is `v`. */
+function storedKeys(key: SortKey, v: SQL): SQL[] {
+  const out: SQL[] = []
+  const desc = key.direction === 'desc'
+  const blank = key.nullsFirst ? 0 : 4
+  if (key.customOrder?.length) {
+    out.push(key.nullsFirst ? sql`(${v} IS NOT NULL)` : sql`(${v} IS NULL)`, customRank(v, key.customOrder))
+  }
+  // Numbers 1, text 2, blobs 3 (ascending); blobs 1, text 2, numbers 3 (descending).
+  const number = desc ? 3 : 1
+  const other = desc ? 1 : 3
+  out.push(sql`(CASE WHEN ${v} IS NULL THEN ${sql.raw(String(blank))} ELSE (CASE typeof(${v})
+    WHEN 'integer' THEN ${sql.raw(String(number))} WHEN 'real' THEN ${sql.raw(String(number))}
+    WHEN 'text' THEN 2 ELSE ${sql.raw(String(other))} END) END)`)
+  // A blank's value is 0 (its class alone places it): no key is ever null, so a keyset over the
+  // keys compares as row values (member-page.ts).
+  out.push(
+    desc
+      ? sql`(CASE typeof(${v}) WHEN 'integer' THEN -${v} WHEN 'real' THEN -${v} WHEN 'null' THEN 0 ELSE ${reversedText(v)} END)`
+      : sql`coalesce(${v}, 0)`,
+  )
   return out
 }
 

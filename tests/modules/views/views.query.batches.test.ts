@@ -41,8 +41,13 @@ describe('viewRowBatches', () => {
       { _id: w.ids.p5, _key: 'p5', _source: w.sourceId, Name: 'Zoe', Age: 29 },
     ]
     expect(batches.flat()).toEqual(inOrder)
-    // Keyset steps of 3 ids: the second starts after the first step's last row.
-    const stepped = await collect({ batchSize: 2, windowSize: 3 })
+    // The row query (a request filter: not the view's stored members) walks keyset steps of 3 ids:
+    // the second starts after the first step's last row.
+    const stepped = await collect({
+      batchSize: 2,
+      windowSize: 3,
+      params: { filters: [{ columnTitle: 'Age', operator: 'isNotNull' }] },
+    })
     expect(stepped.map((b) => b.length)).toEqual([2, 1, 2])
     expect(stepped.flat()).toEqual(inOrder)
   })
