@@ -102,7 +102,7 @@ describe('stored members follow the writes', () => {
 })
 
 describe('who the members answer', () => {
-  it("a published view read by another user of the tenant: the members; an @me view read by them: the row query", async () => {
+  it('a published view read by another user of the tenant: the members; an @me view read by them: the row query', async () => {
     const london = await view({ filters: [{ columnTitle: 'City', operator: 'equals', value: 'London' }] })
     const mine = await view({ filters: [{ columnTitle: '_assignee', operator: 'equals', value: '@me' }] })
     for (const id of [london, mine]) {
@@ -125,7 +125,9 @@ describe('who the members answer', () => {
     expect(pub.status, JSON.stringify(pub.body)).toBe(200)
     const copy = await w.bob.post(`/api/views/${source}/copy`, { name: 'Mine' })
     expect(copy.status, JSON.stringify(copy.body)).toBe(201)
-    const put = await w.bob.put(`/api/views/${copy.body.id}`, { filters: [{ columnTitle: 'City', operator: 'equals', value: 'London' }] })
+    const put = await w.bob.put(`/api/views/${copy.body.id}`, {
+      filters: [{ columnTitle: 'City', operator: 'equals', value: 'London' }],
+    })
     expect(put.status, JSON.stringify(put.body)).toBe(200)
     const bobs = await page(copy.body.id, {}, w.bob)
     expect(bobs.path).toBe('rows;desc="members"')

@@ -73,7 +73,9 @@ const EVERY_ROW = [{ columnTitle: 'W', operator: 'isNotEmpty' }]
 
 /** The Id column of a JSON export of the view, in the order it streams (batches of 3: see beforeEach). */
 async function exported(viewId: number): Promise<string[]> {
-  const res = await w.t.app.request(`/api/views/${viewId}/export?format=json`, { headers: await authHeaders('tenant-a', 'alice') })
+  const res = await w.t.app.request(`/api/views/${viewId}/export?format=json`, {
+    headers: await authHeaders('tenant-a', 'alice'),
+  })
   expect(res.status).toBe(200)
   return ((await res.json()) as { Id: string }[]).map((r) => r.Id)
 }
@@ -115,7 +117,10 @@ describe('a view page from its stored members', () => {
       },
     ],
     ['groups first, then the sorting', { config: { groupBy: ['W'] }, sorting: [{ columnTitle: 'V', direction: 'desc' }] }],
-    ['filtered', { filters: [{ columnTitle: 'W', operator: 'equals', value: 'x' }], sorting: [{ columnTitle: 'T', direction: 'desc' }] }],
+    [
+      'filtered',
+      { filters: [{ columnTitle: 'W', operator: 'equals', value: 'x' }], sorting: [{ columnTitle: 'T', direction: 'desc' }] },
+    ],
   ])('%s: the same rows in the same order as the row query', async (_label, extra) => {
     const keys = await compare(extra)
     expect(keys.length).toBeGreaterThan(0)
@@ -135,6 +140,31 @@ describe('a view page from its stored members', () => {
     // blanks: "", null, [], a missing value, and the texts a number column cannot read.
     expect(keys.slice(0, 7)).toEqual(['a', 'l', 'p', 'j', 'i', 'n', 'f'])
     expect(keys.slice(7)).toEqual(['b', 'c', 'd', 'e', 'g', 'h', 'k', 'm', 'o'])
+  })
+
+  it('a view whose sorting changes is evaluated again: its members answer in the new order', async () => {
+    const res = await w.alice.post('/api/views', {
+      name: 'Resorted',
+      panelId: w.panelId,
+      sorting: [{ columnTitle: 'T', direction: 'asc' }],
+    })
+    const before = await readAll(res.body.id)
+    const put = await w.alice.put(`/api/views/${res.body.id}/sorts`, {
+      sorts: [{ columnName: 'T', direction: 'desc', order: 1 }],
+    })
+    expect(put.status, JSON.stringify(put.body)).toBe(200)
+    const after = await readAll(res.body.id)
+    expect(after.paths).toEqual(['rows;desc="members"'])
+    expect(after.keys).toEqual((await readAll(res.body.id, { filters: EVERY_ROW })).keys)
+    expect(after.keys).not.toEqual(before.keys)
+  })
+
+  it('a view whose order needs more keys than a member holds: the row query answers', async () => {
+    const sorting = ['W', 'T', 'V', 'N', 'Id'].map((columnTitle, i) => ({ columnTitle, direction: 'desc', priority: i + 1 }))
+    const res = await w.alice.post('/api/views', { name: 'Wide', panelId: w.panelId, sorting })
+    const read = await readAll(res.body.id)
+    expect(read.paths).toEqual(['rows;desc="query"'])
+    expect(read.keys).toHaveLength(MIXED.length)
   })
 
   it('pages past the end are empty and the total comes from the stored count', async () => {
