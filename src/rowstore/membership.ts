@@ -4,6 +4,7 @@ import { ORDER_KEY_NAMES } from '../db/schema-live.ts'
 import type { ColumnRef } from '../engine/filters/resolve.ts'
 import { appendEventsFrom } from './events.ts'
 import { loadPanelMembership, type MemberView, type PanelMembership, type ViewPatch } from './membership-plan.ts'
+import { cellPath } from './query/filter-sql.ts'
 import {
   type MemberOrder,
   memberKeyColumns,
@@ -156,22 +157,56 @@ export const writeToken = () => crypto.randomUUID()
 // --- Internal helpers ---
 
 /**
- * The row of `r` as `GET /api/views/{id}/rows` shows it, built in SQL from the shape (so a view of
- * any width stays one expression): `_id`, `_source`, `_errors` when there are any, then each
- * column's cell (null when absent).
+ * The row of `r` as `GET /api/views/{id}/rows` shows it: `_id`, `_key`, `_source`, `_errors` when
+ * there are any, then each column's cell (null when absent). One `json_object` with the names as
+ * literals (hex, so any name is safe in the SQL text) and each value read straight from the cells;
+ * a view wider than a `json_object` call takes is built from the shape instead (`shapedRowJson`).
  */
 function rowJson(view: Pick<MemberView, 'shape' | 'clock'>, now: string): SQL {
-  // The virtual columns the view shows (docs/worklist.md), as GET answers them (booleans as JSON), at the write's time.
+  const shape = JSON.parse(view.shape) as [string, string | number][]
+  if (shape.length > MAX_OBJECT_PAIRS) return shapedRowJson(view, now)
+  const value = (id: string | number): SQL => {
+    if (typeof id === 'number') return sql.raw(`r.cells -> ${cellPath(id)}`)
+    if (id === '_id') return sql.raw('r.row_id')
+    if (id === '_key') return sql.raw('r.key')
+    if (id === '_source') return sql.raw('r.data_source_id')
+    if (id === '_errors') return sql.raw('json(r.errors)')
+    return virtualJson(id, view, now)
+  }
+  const object = (errors: boolean) =>
+    sql`json_object(${sql.join(
+      shape.filter(([, id]) => errors || id !== '_errors').map(([name, id]) => sql`${textLiteral(name)}, ${value(id)}`),
+      sql`, `,
+    )})`
+  return sql`(CASE WHEN r.errors IS NULL THEN ${object(false)} ELSE ${object(true)} END)`
+}
+
+/** Name/value pairs a `json_object` call is given at most (SQLite's default limit is 127 arguments). */
+const MAX_OBJECT_PAIRS = 60
+
+/** The row as `rowJson` builds it, from the shape in SQL (so a view of any width stays one expression). */
+function shapedRowJson(view: Pick<MemberView, 'shape' | 'clock'>, now: string): SQL {
   const shown = (JSON.parse(view.shape) as [string, string | number][]).map(([, id]) => id)
-  const virtual = VIRTUAL_NAMES.filter((name) => shown.includes(name)).map((name) => {
-    const column = virtualColumn(name, { ...view.clock, now }) as ColumnRef
-    const value = virtualSql(column)
-    return sql`WHEN ${name} THEN ${column.kind === 'boolean' ? sql`json(CASE WHEN ${value} THEN 'true' ELSE 'false' END)` : value}`
-  })
+  const virtual = VIRTUAL_NAMES.filter((name) => shown.includes(name)).map(
+    (name) => sql`WHEN ${name} THEN ${virtualJson(name, view, now)}`,
+  )
   return sql`(SELECT json_group_object(c.value ->> 0, CASE c.value ->> 1 WHEN '_id' THEN r.row_id WHEN '_key' THEN r.key
       WHEN '_source' THEN r.data_source_id WHEN '_errors' THEN json(r.errors) ${sql.join(virtual, sql` `)}
       ELSE r.cells -> ('$."' || (c.value ->> 1) || '"') END)
     FROM json_each(${view.shape}) c WHERE c.value ->> 1 <> '_errors' OR r.errors IS NOT NULL)`
+}
+
+/** A virtual column the view shows (docs/worklist.md), as GET answers it (booleans as JSON), at the write's time. */
+function virtualJson(name: string, view: Pick<MemberView, 'clock'>, now: string): SQL {
+  const column = virtualColumn(name, { ...view.clock, now }) as ColumnRef
+  const value = virtualSql(column)
+  return column.kind === 'boolean' ? sql`json(CASE WHEN ${value} THEN 'true' ELSE 'false' END)` : value
+}
+
+/** A text as an SQL literal that cannot break out of itself: its UTF-8 bytes in hex, cast to text. */
+function textLiteral(text: string): SQL {
+  const hex = Array.from(new TextEncoder().encode(text), (b) => b.toString(16).padStart(2, '0')).join('')
+  return sql.raw(`CAST(X'${hex}' AS TEXT)`)
 }
 
 /** The record of an identity in its source's current generation, in the view's panel. */
