@@ -45,9 +45,9 @@ export interface MemberView {
    */
   orderAt: (now: string) => MemberOrder | null
   /**
-   * The view's rule, filters, columns or order name a column whose value changes with time alone
-   * (`_overdue`, `_snoozed`, `_assignee`, `_claimExpiresAt`): its members are as of the last
-   * write or time step (work-time.ts), which a reader checks is not behind.
+   * The view's rule, filters or order name a column whose value changes with time alone
+   * (`_overdue`, `_snoozed`, `_assignee`, `_claimExpiresAt`): which rows it holds, and in what
+   * order, are as of the last write or time step (work-time.ts), which a reader checks is not behind.
    */
   readsTime: boolean
 }
@@ -191,7 +191,8 @@ export async function loadPanelMembership(
       where: issues.length > 0 ? null : where,
       whereAt: (now) => (issues.length > 0 ? null : now === clock.now ? where : condition(now).where),
       orderAt,
-      readsTime: TIME_NAMES.some((name) => text.includes(`"${name}"`)),
+      // Which rows and in what order: a column only shown is computed when the row is read.
+      readsTime: TIME_NAMES.some((name) => JSON.stringify([cohortRule, chain, order]).includes(`"${name}"`)),
       shape: JSON.stringify([
         ['_id', '_id'],
         ['_key', '_key'],

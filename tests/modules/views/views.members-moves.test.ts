@@ -84,6 +84,7 @@ describe('stored members follow the writes', () => {
 
   it('time the scheduler has not applied yet: the row query answers; after its step, the members again', async () => {
     const overdue = await view({ filters: [{ columnTitle: '_overdue', operator: 'equals', value: true }] })
+    const shown = await view({ config: { columns: ['Name', '_overdue'] } })
     expect(await agreed(overdue)).toEqual([])
     const due = new Date(w.t.clock.now().getTime() + HOUR).toISOString()
     expect((await w.alice.patch(`/api/panels/${w.panelId}/rows/${w.ids.p2}/work`, { dueAt: due })).status).toBe(200)
@@ -92,6 +93,10 @@ describe('stored members follow the writes', () => {
     const behind = await page(overdue)
     expect(behind.path).toBe('rows;desc="query"')
     expect(behind.keys).toEqual(['p2'])
+    // A view that only shows `_overdue` holds the same rows in the same order: its members answer, the value read now.
+    const showing = await w.alice.get(`/api/views/${shown}/rows?limit=100`)
+    expect(showing.headers.get('server-timing')).toBe('rows;desc="members"')
+    expect(showing.body.data.find((r: { _key: string }) => r._key === 'p2')._overdue).toBe(true)
     await runMaintenanceTick(w.t.deps, w.t.clock.now())
     expect(await agreed(overdue)).toEqual(['p2'])
   })
