@@ -14,6 +14,7 @@ const EXPOSE_HEADERS = [
   'RateLimit-Remaining',
   'RateLimit-Reset',
   'Retry-After',
+  'Server-Timing',
 ]
 
 export interface CorsPolicy {

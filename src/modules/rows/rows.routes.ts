@@ -1,7 +1,7 @@
 import { createRoute } from '@hono/zod-openapi'
 import type { Context } from 'hono'
 import { ctxOf } from '../../http/auth.ts'
-import { sendJson } from '../../http/response-headers.ts'
+import { sendJson, setResponseHeader } from '../../http/response-headers.ts'
 import { bearer, createRouter, errorResponses, IdParam, PanelIdParam } from '../../http/router.ts'
 import { auditAccess } from '../audit/audit.record.ts'
 import { RowsQuery, RowsResponse } from './rows.schemas.ts'
@@ -11,7 +11,8 @@ const rowsRouteDescription =
   'Paged rows of materialised cells (`page` 1-based, `limit` 1–100, default 50). `sort` (a column name) and `order` sort first; ' +
   '`search` is a case-insensitive substring over `searchFields` (comma-separated column names) or every text column; ' +
   '`filters` is a JSON array of FilterCriteria (all 18 operators, nested `conditions` groups). The panel cohort rule always applies. ' +
-  'Unknown columns and operators that cannot apply to a column type are 400s naming the criterion.'
+  'Unknown columns and operators that cannot apply to a column type are 400s naming the criterion. ' +
+  '`Server-Timing: rows;desc="members"` says a view\'s page came from its stored members (an index walk), `desc="query"` from the row query over the panel (docs/views-and-rows.md "Access paths").'
 
 /** Served here, beside the panel's rows, and listed with the view routes. */
 const viewRowsRoute = createRoute({
@@ -47,7 +48,7 @@ const panelRowsRoute = createRoute({
 
 /** The page, with `Server-Timing: rows;desc="members"` (or `"query"`): where it came from (docs/views-and-rows.md). */
 function sendRows(c: Context, answer: RowsAnswer) {
-  ;(c.get('responseHeaders') as Record<string, string>)['server-timing'] = `rows;desc="${answer.path}"`
+  setResponseHeader(c, 'Server-Timing', `rows;desc="${answer.path}"`)
   return sendJson(c, answer.body, 200)
 }
 
