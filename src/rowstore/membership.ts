@@ -223,7 +223,7 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
   return [
     // Each row built and compared once (MATERIALIZED), whatever the planner would inline.
     // Each row built and compared once (MATERIALIZED), whatever the planner would inline; its sort
-    // values read once (x), its order keys computed from them (k).
+    // values read once (x), its order keys computed from them (k; constants for an unsorted view).
     sql`WITH x AS MATERIALIZED (
         SELECT r.row_id AS id, r.data_source_id, r.key, ${rowJson(view, write.at)} AS row, m.row AS member_row, m.row_id AS member_id,
           ${sql.raw(
@@ -236,7 +236,7 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
         JOIN records r ON ${currentRecord('c')}
         LEFT JOIN view_members m ON m.view_id = ${view.id} AND m.data_source_id = r.data_source_id AND m.key = r.key
         WHERE c.token = ${write.token} AND c.view_id = 0 AND r.panel_id = ${panel} AND ${unchanged} AND ${where}),
-      k AS MATERIALIZED (SELECT x.*, ${memberKeyValues(order.keys(valueNames('x')))} FROM x),
+      k AS ${sql.raw(order.values.length > 0 ? 'MATERIALIZED' : 'NOT MATERIALIZED')} (SELECT x.*, ${memberKeyValues(order.keys(valueNames('x')))} FROM x),
       y AS MATERIALIZED (
         SELECT k.data_source_id, k.key, k.id, k.row, ${sql.raw(memberKeyColumns((c) => `k.${c}`))},
           CASE WHEN k.member_row IS NULL THEN 'entered'
