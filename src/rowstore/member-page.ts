@@ -91,7 +91,7 @@ const holds = (view: MemberView, [state, owed]: Checked): boolean =>
 /** The members after `after` in the view's order, `limit` of them from `offset`, with their records in that order. */
 const membersSql = (q: PreparedRows, viewId: number, after: SQL, limit: number, offset = 0): SQL => sql`
   SELECT ${sql.raw(recordColumns('x'))}, ${sql.raw(ORDER_KEY_NAMES.map((k) => `p.${k}`).join(', '))}, p.row_id AS member_row_id
-  FROM (SELECT m.*, row_number() OVER () AS n FROM (
+  FROM (SELECT m.data_source_id, m.key, m.row_id, ${sql.raw(ORDER_KEY_NAMES.map((k) => `m.${k}`).join(', '))}, row_number() OVER () AS n FROM (
     SELECT m.data_source_id, m.key, m.row_id, ${sql.raw(ORDER_KEY_NAMES.map((k) => `m.${k}`).join(', '))}
     FROM view_members m WHERE m.view_id = ${viewId} AND ${after}
     ORDER BY ${sql.raw(memberOrderBy('m'))} LIMIT ${limit} OFFSET ${offset}) m) p

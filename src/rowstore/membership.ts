@@ -236,7 +236,15 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
         JOIN records r ON ${currentRecord('c')}
         LEFT JOIN view_members m ON m.view_id = ${view.id} AND m.data_source_id = r.data_source_id AND m.key = r.key
         WHERE c.token = ${write.token} AND c.view_id = 0 AND r.panel_id = ${panel} AND ${unchanged} AND ${where}),
-      k AS ${sql.raw(order.values.length > 0 ? 'MATERIALIZED' : 'NOT MATERIALIZED')} (SELECT x.*, ${memberKeyValues(order.keys(valueNames('x')))} FROM x),
+      k AS ${sql.raw(order.values.length > 0 ? 'MATERIALIZED' : 'NOT MATERIALIZED')} (
+        SELECT x.id, x.data_source_id, x.key, x.row, x.member_row, x.member_id, ${sql.raw(
+          memberKeyColumns(
+            (c) => `x.m${c}`,
+            (c) => `m${c}`,
+          ),
+        )},
+          ${memberKeyValues(order.keys(valueNames('x')))}
+        FROM x),
       y AS MATERIALIZED (
         SELECT k.data_source_id, k.key, k.id, k.row, ${sql.raw(memberKeyColumns((c) => `k.${c}`))},
           CASE WHEN k.member_row IS NULL THEN 'entered'
