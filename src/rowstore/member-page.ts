@@ -88,8 +88,14 @@ function checkStatements(ctx: ServiceContext, q: PreparedRows, view: MemberView)
 const holds = (view: MemberView, [state, owed]: Checked): boolean =>
   state[0] !== undefined && state[0].key === view.key && state[0].total !== null && Number(owed[0]?.owed) !== 1
 
-/** The members after `after` in the view's order, `limit` of them from `offset`, with their records in that order. */
-const membersSql = (q: PreparedRows, viewId: number, after: SQL, limit: number, offset = 0): SQL => sql`
+const membersSql = (q: PreparedRows, viewId: number, after: SQL, limit: number, offset = 0): SQL =>
+  memberRowsSql((q.members as NonNullable<PreparedRows['members']>).tenantId, viewId, after, limit, offset)
+
+/**
+ * The members after `after` in the view's order, `limit` of them from `offset`, with their records
+ * in that order (exported for the tests that read its plan on every target).
+ */
+export const memberRowsSql = (tenantId: string, viewId: number, after: SQL, limit: number, offset = 0): SQL => sql`
   SELECT ${sql.raw(recordColumns('x'))}, ${sql.raw(ORDER_KEY_NAMES.map((k) => `p.${k}`).join(', '))}, p.row_id AS member_row_id
   FROM (SELECT m.data_source_id, m.key, m.row_id, ${sql.raw(ORDER_KEY_NAMES.map((k) => `m.${k}`).join(', '))}, row_number() OVER () AS n FROM (
     SELECT m.data_source_id, m.key, m.row_id, ${sql.raw(ORDER_KEY_NAMES.map((k) => `m.${k}`).join(', '))}
@@ -97,7 +103,7 @@ const membersSql = (q: PreparedRows, viewId: number, after: SQL, limit: number, 
     ORDER BY ${sql.raw(memberOrderBy('m'))} LIMIT ${limit} OFFSET ${offset}) m) p
   JOIN records x ON x.data_source_id = p.data_source_id AND x.key = p.key
     AND x.generation = (SELECT current_generation FROM data_sources WHERE id = p.data_source_id)
-  WHERE x.tenant_id = ${(q.members as NonNullable<PreparedRows['members']>).tenantId}
+  WHERE x.tenant_id = ${tenantId}
   ORDER BY p.n`
 
 /** Batches of the members in the view's order, each starting after the last member of the one before. */

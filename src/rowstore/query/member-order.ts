@@ -102,13 +102,14 @@ export const memberOrderBy = (alias = 'm'): string =>
 
 /**
  * The members after the one whose keys and row id are `last` (s0 … s7, row_id), in the index's
- * order: one row-value comparison, which the index seeks to (no key is null).
+ * order: one row-value comparison of the bare columns (the index seeks to it), NOCASE given on the
+ * right-hand side (no key is null).
  */
-export const membersAfter = (last: unknown[], alias = 'm'): SQL =>
-  sql`(${sql.raw(memberOrderBy(alias))}) > (${sql.join(
-    last.map((v) => sql`${v}`),
-    sql`, `,
-  )})`
+export const membersAfter = (last: unknown[], alias = 'm'): SQL => {
+  const columns = [...ORDER_KEY_NAMES, 'row_id'].map((k) => `${alias}.${k}`).join(', ')
+  const values = last.map((v, i) => (i < ORDER_KEY_NAMES.length ? sql`${v} COLLATE NOCASE` : sql`${v}`))
+  return sql`(${sql.raw(columns)}) > (${sql.join(values, sql`, `)})`
+}
 
 /** Some order key differs between two sets of the same keys, as `a(key)` and `b(key)` name them. */
 export const memberKeysDiffer = (a: (key: string) => string, b: (key: string) => string): string =>

@@ -1,5 +1,8 @@
+import { sql } from 'drizzle-orm'
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { exportBatching } from '../../../src/modules/rows/rows.export.ts'
+import { memberRowsSql } from '../../../src/rowstore/member-page.ts'
+import { membersAfter } from '../../../src/rowstore/query/member-order.ts'
 import { authHeaders } from '../../helpers/auth.ts'
 import { query, type RowsWorld, rowsWorld } from '../rows/fixtures.ts'
 
@@ -174,5 +177,29 @@ describe('a view page from its stored members', () => {
     expect(page.body.data).toEqual([])
     expect(page.body.meta.total).toBe(MIXED.length)
     expect(page.headers.get('server-timing')).toBe('rows;desc="members"')
+  })
+})
+
+describe('the plan of a page from the members', () => {
+  it('walks the shared order index of the view (no sort of the members), then reads the page records by key', async () => {
+    const res = await w.alice.post('/api/views', {
+      name: 'Planned',
+      panelId: w.panelId,
+      sorting: [{ columnTitle: 'T', direction: 'desc' }],
+    })
+    const page = memberRowsSql('tenant-a', res.body.id, sql`TRUE`, 50, 100)
+    const plan = await w.t.deps.db.all<{ detail: string }>(sql`EXPLAIN QUERY PLAN ${page}`)
+    const details = plan.map((p) => p.detail).join('\n')
+    expect(details).toMatch(/view_members_order_idx/)
+    // The only sort is the last step's, of the page's 50 rows by their place in the walk.
+    const sorts = plan.map((p) => p.detail).filter((d) => d.includes('TEMP B-TREE'))
+    expect(sorts).toEqual(['USE TEMP B-TREE FOR ORDER BY'])
+    expect(plan.at(-1)?.detail).toBe('USE TEMP B-TREE FOR ORDER BY')
+    expect(details).toMatch(/records_source_generation_key_idx/)
+    const after = memberRowsSql('tenant-a', res.body.id, membersAfter([2, 'x', 0, 0, 0, 0, 0, 0, 1]), 50)
+    const seek = (await w.t.deps.db.all<{ detail: string }>(sql`EXPLAIN QUERY PLAN ${after}`)).map((p) => p.detail).join('\n')
+    expect(seek).toMatch(
+      /SEARCH m USING (COVERING )?INDEX view_members_order_idx \(view_id=\? AND \(s0,s1,s2,s3,s4,s5,s6,s7,row_id\)>\(\?,\?,\?,\?,\?,\?,\?,\?,\?\)\)/,
+    )
   })
 })
