@@ -8,6 +8,7 @@ import type { Config } from '../config.ts'
 import { createDb } from '../db/client.ts'
 import type { Primitives } from '../deps.ts'
 import { createLogger, type Logger } from '../lib/logger.ts'
+import { cacheLibsqlStatements } from './libsql-statements.ts'
 import { applyMigrations } from './migrate.ts'
 import { sha256Hex } from './node-crypto.ts'
 import { nodeDocsAssets } from './node-docs-assets.ts'
@@ -27,7 +28,11 @@ import { createRedisBus } from './redis-bus.ts'
 export async function openDatabase(config: Config) {
   const url = config.databaseUrl
   const file = url.startsWith('file:')
-  if (file) mkdirSync(dirname(url.slice('file:'.length)), { recursive: true })
+  if (file) {
+    mkdirSync(dirname(url.slice('file:'.length)), { recursive: true })
+    // Each connection keeps its prepared statements (libsql-statements.ts).
+    cacheLibsqlStatements()
+  }
   const client = createClient({
     url,
     authToken: config.databaseAuthToken,
