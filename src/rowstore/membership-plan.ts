@@ -3,7 +3,7 @@ import type { Db } from '../db/client.ts'
 import type { CohortRule, FilterCriterion, Workflow } from '../db/schema.ts'
 import { type ColumnRef, type FilterIssue, resolveCohortRule, resolveFilters } from '../engine/filters/resolve.ts'
 import { hashText } from './digest.ts'
-import { panelColumnsOf } from './query/columns.ts'
+import { type PanelColumns, panelColumnsOf } from './query/columns.ts'
 import { filterSql } from './query/filter-sql.ts'
 import { visibleColumns } from './query/row-shape.ts'
 import { meInFilters, VIRTUAL_NAMES, virtualColumn, type WorkClock, withVirtual } from './query/virtual.ts'
@@ -61,17 +61,6 @@ export function settle(membership: PanelMembership): void {
   membership.views = membership.views.map((v) => (v.where ? { ...v, storedKey: v.key } : v))
 }
 
-type ViewRecord = {
-  id: number
-  user_id: string
-  name: string
-  filters: string
-  config: string
-  column_visibility: string
-  source_view_id: number | null
-  membership_key: string | null
-}
-
 /** Copies of copies are followed this deep (as views.rows-scope.ts does for readers). */
 const MAX_COPY_DEPTH = 5
 
@@ -95,24 +84,75 @@ export async function loadPanelMembership(
   panelId: number,
   options: { patched?: ViewPatch; at?: string | Date } = {},
 ): Promise<PanelMembership> {
-  const { patched } = options
   const [panels, viewRows, columnRows] = await db.batch([
     db.all<{ cohort_rule: string | null; workflow: string | null }>(
       sql`SELECT cohort_rule, workflow FROM panels WHERE id = ${panelId} AND tenant_id = ${tenantId} AND deleted_at IS NULL`,
     ),
+    ...membershipReads(db, tenantId, panelId),
+  ])
+  return compileMembership(db, { tenantId, panelId, panel: panels[0], views: viewRows, columns: columnRows }, options)
+}
+
+/** A view as membership reads it (`membershipReads`). */
+export type ViewRecord = {
+  id: number
+  user_id: string
+  name: string
+  filters: string
+  config: string
+  column_visibility: string
+  source_view_id: number | null
+  membership_key: string | null
+}
+
+/** A column as membership reads it (`membershipReads`). */
+export type ColumnRecord = { id: number; name: string; type: string; column_type: string; formula: string | null }
+
+/**
+ * The reads of a panel's views and columns that membership is compiled from, for a caller that
+ * reads the panel itself in the same batch (work.access.ts: one batch opens a row and its write).
+ */
+export const membershipReads = (db: Db, tenantId: string, panelId: number) =>
+  [
     db.all<ViewRecord>(sql`
       SELECT id, user_id, name, filters, config, column_visibility, source_view_id, membership_key FROM views
       WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} ORDER BY id`),
-    db.all<{ id: number; name: string; type: string; column_type: string; formula: string | null }>(sql`
+    db.all<ColumnRecord>(sql`
       SELECT id, name, type, column_type, formula FROM columns WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} ORDER BY id`),
-  ])
-  if (panels.length === 0) return { tenantId, panelId, views: [], payloads: new Map(), slaMs: null }
-  const cohortRule = panels[0].cohort_rule ? (JSON.parse(panels[0].cohort_rule) as CohortRule) : null
-  const workflow = panels[0].workflow ? (JSON.parse(panels[0].workflow) as Workflow) : null
-  const clock = workClock(workflow, options.at)
-  const real = panelColumnsOf(
+  ] as const
+
+/** The panel's columns as rows and filters see them, from the columns `membershipReads` read. */
+export const columnsOfRecords = (columnRows: readonly ColumnRecord[]) =>
+  panelColumnsOf(
     columnRows.map((c) => ({ id: c.id, name: c.name, type: c.type, columnType: c.column_type as never, formula: c.formula })),
   )
+
+/**
+ * The panel's views compiled for membership from what `membershipReads` read (and the panel's
+ * cohort rule and workflow; no panel: gone, no views); `options` as for `loadPanelMembership`.
+ */
+export async function compileMembership(
+  db: Db,
+  read: {
+    tenantId: string
+    panelId: number
+    panel: { cohort_rule: string | null; workflow: string | null } | undefined
+    views: ViewRecord[]
+    columns: readonly ColumnRecord[]
+    /** `columns` as `columnsOfRecords` makes them, when the caller has made them already. */
+    panelColumns?: PanelColumns
+  },
+  options: { patched?: ViewPatch; at?: string | Date } = {},
+): Promise<PanelMembership> {
+  const { tenantId, panelId, panel } = read
+  const { patched } = options
+  // Patched below: a copy, so the caller's rows stay as read.
+  const viewRows = [...read.views]
+  if (!panel) return { tenantId, panelId, views: [], payloads: new Map(), slaMs: null }
+  const cohortRule = panel.cohort_rule ? (JSON.parse(panel.cohort_rule) as CohortRule) : null
+  const workflow = panel.workflow ? (JSON.parse(panel.workflow) as Workflow) : null
+  const clock = workClock(workflow, options.at)
+  const real = read.panelColumns ?? columnsOfRecords(read.columns)
   // The work state's virtual columns as of now; a write compiles them at its own time (`whereAt`,
   // docs/worklist.md "Time moves rows").
   const columns = { list: real.list, byName: withVirtual(real.byName, clock) }

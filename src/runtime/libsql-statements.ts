@@ -15,7 +15,7 @@ import { createRequire } from 'node:module'
  * read lock or a half-read result. SQLite prepares a statement again by itself when the schema
  * changed, but a cached statement whose result columns come from `*` would report its old columns
  * once after another connection altered a table, so texts with a `*` (other than `count(*)`) are
- * never cached.
+ * never cached; the others name their result columns, which are then asked of the native side once.
  */
 
 /** Statements kept per connection: the service runs a few hundred distinct texts; the rest are one-offs. */
@@ -23,6 +23,7 @@ export const MAX_STATEMENTS = 500
 
 interface Statement {
   raw(toggle?: boolean): Statement
+  columns(): unknown[]
 }
 
 interface DatabaseClass {
@@ -75,7 +76,7 @@ export function installStatementCache(Database: DatabaseClass): boolean {
       cache.set(sql, known)
       return known
     }
-    const statement = answersRawOnce(prepare.call(this, sql))
+    const statement = asksOnce(prepare.call(this, sql))
     cache.set(sql, statement)
     if (cache.size > MAX_STATEMENTS) cache.delete(cache.keys().next().value as string)
     return statement
@@ -94,10 +95,17 @@ export function installStatementCache(Database: DatabaseClass): boolean {
 const cacheable = (sql: string) => !sql.replaceAll('(*)', '').includes('*')
 
 /**
- * The statement, with `raw()` asked of the native side until it once refuses (a statement that
- * returns no rows): from then on it refuses with that same error at once.
+ * The statement, with what does not change between its runs asked of the native side once: `raw()`
+ * until it once refuses (a statement that returns no rows; from then on it refuses with that same
+ * error at once), and its result columns (named in the text: no `*`, see `cacheable`).
  */
-function answersRawOnce(statement: Statement): Statement {
+function asksOnce(statement: Statement): Statement {
+  const columns = statement.columns
+  let known: unknown[] | undefined
+  statement.columns = function (this: Statement) {
+    known ??= columns.call(this)
+    return known
+  }
   const raw = statement.raw
   statement.raw = function (this: Statement, toggle?: boolean) {
     try {

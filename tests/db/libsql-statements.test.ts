@@ -19,6 +19,7 @@ afterEach(() => {
 function fakeDatabase() {
   const prepared: string[] = []
   let rawCalls = 0
+  let columnCalls = 0
   class Database {
     closed = false
     prepare(sql: string) {
@@ -30,13 +31,17 @@ function fakeDatabase() {
           if (sql.startsWith('INSERT')) throw new Error('not a reader')
           return this
         },
+        columns() {
+          columnCalls++
+          return [{ name: 'n' }]
+        },
       }
     }
     close() {
       this.closed = true
     }
   }
-  return { Database, prepared, rawCalls: () => rawCalls }
+  return { Database, prepared, rawCalls: () => rawCalls, columnCalls: () => columnCalls }
 }
 
 describe('cached prepared statements (the libsql connection)', () => {
@@ -83,13 +88,15 @@ describe('cached prepared statements (the libsql connection)', () => {
     expect(fake.prepared).toHaveLength(MAX_STATEMENTS + 2)
   })
 
-  it('asks the native side once whether a statement returns rows', () => {
+  it('asks the native side once whether a statement returns rows, and its columns', () => {
     const fake = fakeDatabase()
     installStatementCache(fake.Database)
     const db = new fake.Database()
     for (let i = 0; i < 3; i++) expect(() => db.prepare('INSERT INTO t VALUES (1)').raw(true)).toThrow('not a reader')
     for (let i = 0; i < 3; i++) db.prepare('SELECT 1').raw(true)
     expect(fake.rawCalls()).toBe(4)
+    for (let i = 0; i < 3; i++) expect(db.prepare('SELECT 1').columns()).toEqual([{ name: 'n' }])
+    expect(fake.columnCalls()).toBe(1)
   })
 
   it('answers rightly through the real client: arguments, write results, a failed write, another connection’s changes', async () => {
