@@ -44,15 +44,28 @@ type Connection = DatabaseClass['prototype'] & { [CACHE]?: Map<string, Statement
  * and the client then prepares each statement as before.
  */
 export function cacheLibsqlStatements(): boolean {
+  const path = libsqlModulePath()
+  if (!path) return false
   let Database: DatabaseClass
   try {
-    // The copy of `libsql` the client itself imports (it is the client's dependency, not ours).
-    const client = createRequire(import.meta.url).resolve('@libsql/client')
-    Database = createRequire(client)('libsql') as DatabaseClass
+    Database = createRequire(import.meta.url)(path) as DatabaseClass
   } catch {
     return false
   }
   return installStatementCache(Database)
+}
+
+/**
+ * Where the `libsql` module `@libsql/client` imports is (it is the client's dependency, not ours):
+ * the copy whose connections the client makes. Undefined when it cannot be found.
+ */
+export function libsqlModulePath(): string | undefined {
+  try {
+    const client = createRequire(import.meta.url).resolve('@libsql/client')
+    return createRequire(client).resolve('libsql')
+  } catch {
+    return undefined
+  }
 }
 
 /** The cache on `Database`'s connections (exported for tests). */
