@@ -14,8 +14,8 @@ import { sha256Hex } from './node-crypto.ts'
 import { nodeDocsAssets } from './node-docs-assets.ts'
 import { nodeFileStore } from './node-files.ts'
 import { nodeSqliteOpener } from './node-sqlite.ts'
-import { type Checkpointer, FALLBACK_PAGES, startCheckpointer } from './wal-checkpointer.ts'
 import { createRedisBus } from './redis-bus.ts'
+import { type Checkpointer, FALLBACK_PAGES, startCheckpointer } from './wal-checkpointer.ts'
 
 /**
  * Opens the libSQL database of DATABASE_URL (creating a file's folder), tuned and migrated.

@@ -81,9 +81,15 @@ export async function startCheckpointer(path: string): Promise<Checkpointer | un
         worker.postMessage('stats')
       }),
     async stop() {
+      // Held (ref) until it is gone: the process must not end while the worker closes its connection.
+      worker.ref()
       worker.postMessage('stop')
-      const timeout = new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), 5000).unref())
-      if ((await Promise.race([exited, timeout])) === 'late') await worker.terminate()
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const late = new Promise<'late'>((resolve) => {
+        timer = setTimeout(() => resolve('late'), 5000)
+      })
+      if ((await Promise.race([exited, late])) === 'late') await worker.terminate()
+      clearTimeout(timer)
     },
   }
 }
