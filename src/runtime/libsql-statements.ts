@@ -76,7 +76,6 @@ export function installStatementCache(Database: DatabaseClass): boolean {
   const prepare = proto.prepare
   const close = proto.close
   proto.prepare = function (this: Connection, sql: string): Statement {
-    if (!cacheable(sql)) return prepare.call(this, sql)
     let cache = this[CACHE]
     if (!cache) {
       cache = new Map()
@@ -89,6 +88,7 @@ export function installStatementCache(Database: DatabaseClass): boolean {
       cache.set(sql, known)
       return known
     }
+    if (!cacheable(sql)) return prepare.call(this, sql)
     const statement = asksOnce(prepare.call(this, sql))
     cache.set(sql, statement)
     if (cache.size > MAX_STATEMENTS) cache.delete(cache.keys().next().value as string)

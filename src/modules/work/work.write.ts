@@ -39,7 +39,7 @@ export async function applyWork(
     ...(ipAddress ? { ipAddress } : {}),
     cause: change.cause,
   })
-  const { capture, apply } = workChangeStatements({
+  const { capture, listed, apply } = workChangeStatements({
     token: write.token,
     tenantId,
     panelId: change.panelId,
@@ -55,6 +55,7 @@ export async function applyWork(
     write,
     membership: await change.membership?.(change.at),
     capture,
+    listed,
     apply,
     read: capturedSelect(write.token),
   })
