@@ -3,8 +3,8 @@ import { createRequire } from 'node:module'
 /**
  * Prepared statements kept per connection for the local libSQL client (docs/performance.md
  * "Claims"). `@libsql/client` prepares every statement it runs anew — parsing and planning the
- * same few dozen SQL texts on every request, about a fifth of a claim's CPU — and asks each one
- * whether it returns rows by letting `raw()` throw. Its connections are objects of the `libsql`
+ * same few dozen SQL texts on every request — and asks each one whether it returns rows by letting
+ * `raw()` throw, and for its columns twice: with the garbage they made, half of a claim's CPU. Its connections are objects of the `libsql`
  * package's `Database`, which it makes itself, so the cache sits on that class: `prepare` answers
  * the statement it prepared before for the same text on the same connection (least recently used
  * ones dropped beyond `MAX_STATEMENTS`), and a statement that returned no rows once refuses `raw()`
