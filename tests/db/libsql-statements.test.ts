@@ -148,9 +148,15 @@ describe('cached prepared statements (the libsql connection)', () => {
 
   it('answers concurrent statements of the same text on a database the service opens', async () => {
     dir = mkdtempSync(join(tmpdir(), 'panels-statements-'))
-    const { client } = await openDatabase(parseConfig({ NODE_ENV: 'test', DATABASE_URL: `file:${join(dir, 'panels.db')}` }))
-    clients.push(client)
-    const rows = await Promise.all([1, 2, 3].map((n) => client.execute({ sql: 'SELECT ? AS n', args: [n] })))
-    expect(rows.map((r) => Number(r.rows[0].n))).toEqual([1, 2, 3])
+    const { client, checkpointer } = await openDatabase(
+      parseConfig({ NODE_ENV: 'test', DATABASE_URL: `file:${join(dir, 'panels.db')}` }),
+    )
+    try {
+      const rows = await Promise.all([1, 2, 3].map((n) => client.execute({ sql: 'SELECT ? AS n', args: [n] })))
+      expect(rows.map((r) => Number(r.rows[0].n))).toEqual([1, 2, 3])
+    } finally {
+      await checkpointer?.stop()
+      client.close()
+    }
   })
 })
