@@ -13,6 +13,10 @@ import { libsqlModulePath } from './libsql-statements.ts'
  *
  * Several processes on one database file each run one: a checkpoint another is running makes this
  * one return at once (SQLITE_BUSY), and the next round goes on.
+ *
+ * Under a steady stream of commits a passive round never catches up with the last ones, so the WAL
+ * does not start again from its beginning until the service's connection checkpoints at
+ * `FALLBACK_PAGES` (copying only what the worker has not); the file then stays at that size.
  */
 
 /** Pages the WAL may grow to before a commit checkpoints by itself (as before this worker: the safety net). */
