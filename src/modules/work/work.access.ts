@@ -3,7 +3,13 @@ import type { ServiceContext } from '../../context.ts'
 import type { CohortRule, Workflow } from '../../db/schema.ts'
 import { forbidden, notFound, permissionDenied } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
-import { columnsOfRecords, compileMembership, membershipReads, type PanelMembership } from '../../rowstore/membership-plan.ts'
+import {
+  columnsOfRecords,
+  compileMembership,
+  membershipJsonColumns,
+  membershipRecordsOf,
+  type PanelMembership,
+} from '../../rowstore/membership-plan.ts'
 import { type PreparedRows, prepareRows } from '../../rowstore/query/prepare.ts'
 import { type RecordRow, recordColumns } from '../../rowstore/query/row-shape.ts'
 import { loadWorkflow } from '../../rowstore/workflow.ts'
@@ -55,15 +61,12 @@ export async function openRows(ctx: ServiceContext, path: RowsPath): Promise<Row
   // membership step need of the panel, in one read.
   const { tenantId } = ctx.scope
   const panelId = view.row.panelId
-  const [panels, viewRows, columnRows] = await ctx.db.batch([
-    ctx.db.all<PanelRecord>(
-      sql`SELECT id, user_id, metadata, workflow, cohort_rule FROM panels WHERE id = ${panelId} AND tenant_id = ${tenantId}
-        AND deleted_at IS NULL`,
-    ),
-    ...membershipReads(ctx.db, tenantId, panelId),
-  ])
-  const record = panels[0]
+  const [record] = await ctx.db.all<PanelRecord & { views: string; columns: string }>(
+    sql`SELECT p.id, p.user_id, p.metadata, p.workflow, p.cohort_rule, ${membershipJsonColumns(tenantId)}
+      FROM panels p WHERE p.id = ${panelId} AND p.tenant_id = ${tenantId} AND p.deleted_at IS NULL`,
+  )
   if (!record) throw notFound('Panel', panelId, tenantId)
+  const { views: viewRows, columns: columnRows } = membershipRecordsOf(record)
   const owner = panelOf(
     { id: Number(record.id), userId: record.user_id, metadata: record.metadata ? JSON.parse(record.metadata) : null },
     record.workflow ? (JSON.parse(record.workflow) as Workflow) : null,
