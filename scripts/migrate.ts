@@ -23,11 +23,12 @@ async function main() {
     }
     throw err
   }
-  const { client } = await openDatabase(config)
+  const { client, checkpointer } = await openDatabase(config)
   try {
     const applied = await client.execute('SELECT hash, created_at FROM __drizzle_migrations ORDER BY created_at')
     console.log(`${redact(config.databaseUrl)}: up to date (${applied.rows.length} migration(s) applied)`)
   } finally {
+    await checkpointer?.stop()
     client.close()
   }
 }

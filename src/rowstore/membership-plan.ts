@@ -3,7 +3,7 @@ import type { Db } from '../db/client.ts'
 import type { CohortRule, FilterCriterion, SortCriterion, Workflow } from '../db/schema.ts'
 import { type ColumnRef, type FilterIssue, resolveCohortRule, resolveFilters } from '../engine/filters/resolve.ts'
 import { hashText } from './digest.ts'
-import { panelColumnsOf } from './query/columns.ts'
+import { type PanelColumns, panelColumnsOf } from './query/columns.ts'
 import { filterSql } from './query/filter-sql.ts'
 import { type MemberOrder, memberOrder } from './query/member-order.ts'
 import { visibleColumns } from './query/row-shape.ts'
@@ -77,18 +77,6 @@ export function settle(membership: PanelMembership): void {
   membership.views = membership.views.map((v) => (v.where ? { ...v, storedKey: v.key } : v))
 }
 
-type ViewRecord = {
-  id: number
-  user_id: string
-  name: string
-  filters: string
-  config: string
-  column_visibility: string
-  sorting: string
-  source_view_id: number | null
-  membership_key: string | null
-}
-
 /** Copies of copies are followed this deep (as views.rows-scope.ts does for readers). */
 const MAX_COPY_DEPTH = 5
 
@@ -103,8 +91,8 @@ export interface ViewPatch {
 
 /**
  * The panel's views compiled for membership; none when the panel is gone. With `patched`, that
- * view as it is about to be saved; with `only`, just that view (no payloads). `at`: the time of the write the membership moves for, against
- * which the time-dependent virtual columns (`_overdue`, `_snoozed`, an expired claim) are computed
+ * view as it is about to be saved; with `only`, just that view (no payloads). `at`: the time of
+ * the write the membership moves for, against which the time-dependent virtual columns (`_overdue`, `_snoozed`, an expired claim) are computed
  * (docs/worklist.md "Time rules"); the current time when not given.
  */
 export async function loadPanelMembership(
@@ -113,24 +101,111 @@ export async function loadPanelMembership(
   panelId: number,
   options: { patched?: ViewPatch; at?: string | Date; only?: number } = {},
 ): Promise<PanelMembership> {
-  const { patched } = options
   const [panels, viewRows, columnRows] = await db.batch([
     db.all<{ cohort_rule: string | null; workflow: string | null }>(
       sql`SELECT cohort_rule, workflow FROM panels WHERE id = ${panelId} AND tenant_id = ${tenantId} AND deleted_at IS NULL`,
     ),
+    ...membershipReads(db, tenantId, panelId),
+  ])
+  return compileMembership(db, { tenantId, panelId, panel: panels[0], views: viewRows, columns: columnRows }, options)
+}
+
+/** A view as membership reads it (`membershipReads`). */
+export type ViewRecord = {
+  id: number
+  user_id: string
+  name: string
+  filters: string
+  config: string
+  column_visibility: string
+  sorting: string
+  source_view_id: number | null
+  membership_key: string | null
+}
+
+/** A column as membership reads it (`membershipReads`). */
+export type ColumnRecord = { id: number; name: string; type: string; column_type: string; formula: string | null }
+
+/** The reads of a panel's views and columns that membership is compiled from. */
+const membershipReads = (db: Db, tenantId: string, panelId: number) =>
+  [
     db.all<ViewRecord>(sql`
       SELECT id, user_id, name, filters, config, column_visibility, sorting, source_view_id, membership_key FROM views
       WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} ORDER BY id`),
-    db.all<{ id: number; name: string; type: string; column_type: string; formula: string | null }>(sql`
+    db.all<ColumnRecord>(sql`
       SELECT id, name, type, column_type, formula FROM columns WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} ORDER BY id`),
-  ])
-  if (panels.length === 0) return { tenantId, panelId, views: [], payloads: new Map(), slaMs: null }
-  const cohortRule = panels[0].cohort_rule ? (JSON.parse(panels[0].cohort_rule) as CohortRule) : null
-  const workflow = panels[0].workflow ? (JSON.parse(panels[0].workflow) as Workflow) : null
-  const clock = workClock(workflow, options.at)
-  const real = panelColumnsOf(
+  ] as const
+
+/**
+ * The views and the columns `membershipReads` reads, as two JSON columns (`views`, `columns`) of a
+ * select of the panel aliased `p`: one statement instead of three for a caller that reads the
+ * panel's row too (`membershipRecordsOf` makes the records again).
+ */
+export const membershipJsonColumns = (tenantId: string): SQL =>
+  sql`(SELECT json_group_array(json_array(v.id, v.user_id, v.name, v.filters, v.config, v.column_visibility,
+        v.sorting, v.source_view_id, v.membership_key)) FROM views v WHERE v.tenant_id = ${tenantId} AND v.panel_id = p.id) AS views,
+      (SELECT json_group_array(json_array(c.id, c.name, c.type, c.column_type, c.formula))
+        FROM columns c WHERE c.tenant_id = ${tenantId} AND c.panel_id = p.id) AS columns`
+
+/** The records of `membershipJsonColumns`' two columns, in id order as `membershipReads` reads them. */
+export function membershipRecordsOf(json: { views: string; columns: string }): { views: ViewRecord[]; columns: ColumnRecord[] } {
+  const views = (JSON.parse(json.views) as unknown[][]).map(
+    ([id, user_id, name, filters, config, column_visibility, sorting, source_view_id, membership_key]): ViewRecord => ({
+      id: id as number,
+      user_id: user_id as string,
+      name: name as string,
+      filters: filters as string,
+      config: config as string,
+      column_visibility: column_visibility as string,
+      sorting: sorting as string,
+      source_view_id: source_view_id as number | null,
+      membership_key: membership_key as string | null,
+    }),
+  )
+  const columns = (JSON.parse(json.columns) as unknown[][]).map(
+    ([id, name, type, column_type, formula]): ColumnRecord => ({
+      id: id as number,
+      name: name as string,
+      type: type as string,
+      column_type: column_type as string,
+      formula: formula as string | null,
+    }),
+  )
+  return { views: views.sort((a, b) => a.id - b.id), columns: columns.sort((a, b) => a.id - b.id) }
+}
+
+/** The panel's columns as rows and filters see them, from the columns `membershipReads` read. */
+export const columnsOfRecords = (columnRows: readonly ColumnRecord[]) =>
+  panelColumnsOf(
     columnRows.map((c) => ({ id: c.id, name: c.name, type: c.type, columnType: c.column_type as never, formula: c.formula })),
   )
+
+/**
+ * The panel's views compiled for membership from what `membershipReads` read (and the panel's
+ * cohort rule and workflow; no panel: gone, no views); `options` as for `loadPanelMembership`.
+ */
+export async function compileMembership(
+  db: Db,
+  read: {
+    tenantId: string
+    panelId: number
+    panel: { cohort_rule: string | null; workflow: string | null } | undefined
+    views: ViewRecord[]
+    columns: readonly ColumnRecord[]
+    /** `columns` as `columnsOfRecords` makes them, when the caller has made them already. */
+    panelColumns?: PanelColumns
+  },
+  options: { patched?: ViewPatch; at?: string | Date; only?: number } = {},
+): Promise<PanelMembership> {
+  const { tenantId, panelId, panel } = read
+  const { patched } = options
+  // Patched below: a copy, so the caller's rows stay as read.
+  const viewRows = [...read.views]
+  if (!panel) return { tenantId, panelId, views: [], payloads: new Map(), slaMs: null }
+  const cohortRule = panel.cohort_rule ? (JSON.parse(panel.cohort_rule) as CohortRule) : null
+  const workflow = panel.workflow ? (JSON.parse(panel.workflow) as Workflow) : null
+  const clock = workClock(workflow, options.at)
+  const real = read.panelColumns ?? columnsOfRecords(read.columns)
   // The work state's virtual columns as of now; a write compiles them at its own time (`whereAt`,
   // docs/worklist.md "Time moves rows").
   const columns = { list: real.list, byName: withVirtual(real.byName, clock) }
@@ -149,7 +224,7 @@ export async function loadPanelMembership(
     }
   }
   const byId = new Map(viewRows.map((v) => [Number(v.id), v]))
-  // `only`: a reader's check of one view's stored members (query/members.ts); the others are not compiled.
+  // `only`: a reader's check of one view's stored members (member-page.ts); the others are not compiled.
   const compiled = options.only === undefined ? viewRows : viewRows.filter((v) => Number(v.id) === options.only)
   const views = compiled.map((v): MemberView => {
     const chain = copyChain(v, byId)

@@ -69,7 +69,9 @@ export const capturedIds = (token: string): SQL =>
  *
  * - `capture`: the identities `pick` selects (evaluated in the transaction, so the condition that
  *   makes the write conditional — a version, nobody holding the row — is read where it is written),
- *   each with its state before, and listed as changed for the views' membership step;
+ *   each with its state before;
+ * - `listed`: the same identities listed as changed for the views' membership step (write.ts
+ *   `changeWork` runs it only when a view can move);
  * - `apply`: the update of those identities (`set`, version + 1, who and when), the work copy of
  *   their records, one `row.work_updated` each with the fields that changed, and a change record
  *   (entityType `row`) each.
@@ -85,10 +87,10 @@ export function workChangeStatements(change: {
   cause: 'claim' | 'release' | 'lease_expired' | 'patch' | 'next' | 'sla'
   /** The change record's metadata (who, from where). */
   metadata: string
-}): { capture: SQL[]; apply: SQL[] } {
+}): { capture: SQL[]; listed: SQL[]; apply: SQL[] } {
   const { token, at, by } = change
   const ids = capturedIds(token)
-  const capture = captureStatements(change)
+  const [captured, listed] = captureStatements(change)
   const fields = JSON.stringify(WORK_FIELDS)
   const apply = [
     sql`UPDATE row_identities SET ${change.set}, version = version + 1, work_updated_at = ${at}, work_updated_by = ${by}
@@ -116,7 +118,7 @@ export function workChangeStatements(change: {
         ${change.metadata}, ${at}
       FROM pending_changes p WHERE p.token = ${token} AND p.view_id = ${CAPTURED}`,
   ]
-  return { capture, apply }
+  return { capture: [captured], listed: [listed], apply }
 }
 
 /**

@@ -48,7 +48,7 @@ export function enteredStatements(write: RowWrite, slaMs: number | null): SQL[] 
     cause: 'sla',
     metadata: metadata('sla'),
   })
-  return [...sla.capture, ...sla.apply, entered]
+  return [...sla.capture, ...sla.listed, ...sla.apply, entered]
 }
 
 /**
@@ -86,6 +86,7 @@ export function timeStatements(write: RowWrite): { capture: SQL[]; apply: SQL[];
   const scratch = (view: number) => sql`SELECT row_id FROM pending_changes WHERE token = ${token} AND view_id = ${view}`
   const capture = [
     ...lease.capture,
+    ...lease.listed,
     sql`INSERT INTO pending_changes (token, view_id, data_source_id, key, kind, row_id)
       SELECT ${token}, ${OVERDUE}, i.data_source_id, i.key, 'overdue', i.id FROM row_identities i
       WHERE ${overdueCondition(at)} AND ${inPanel('i')}`,

@@ -236,6 +236,12 @@ export interface WorkChange {
   write: RowWrite
   membership?: PanelMembership
   capture: readonly SQL[]
+  /**
+   * Statements that list the captured identities for the membership step (view 0 of
+   * `pending_changes`), run after `capture` only when the step reads that list (a view moves); a
+   * change may as well keep them in `capture`.
+   */
+  listed?: readonly SQL[]
   apply: readonly BatchStatement[]
   read: SQL
 }
@@ -245,12 +251,17 @@ export async function changeWork(store: RowStore, change: WorkChange): Promise<R
   const { panel, write } = change
   const loaded = change.membership ?? (await loadPanelMembership(store.db, panel.tenantId, panel.panelId, { at: write.at }))
   // Only a view that filters on or shows a virtual column can move when work state alone changes.
-  const membership = membershipStatements({ ...loaded, views: loaded.views.filter((v) => v.readsWork) }, write)
+  const moving = loaded.views.filter((v) => v.readsWork)
+  const membership = membershipStatements({ ...loaded, views: moving }, write)
+  // The step reads the listed identities to move views (those whose query compiles) and, for a
+  // write that is not a work change, for `panel.rows_changed` (membership.ts).
+  const listed = moving.some((v) => v.where) || write.cause !== 'work' ? (change.listed ?? []) : []
+  const before = [...change.capture, ...listed]
   const read = store.db.all<Record<string, unknown>>(change.read)
-  const statements = ordered({ membership, before: change.capture, rows: [...change.apply, read], after: [] })
+  const statements = ordered({ membership, before, rows: [...change.apply, read], after: [] })
   const results = await runBatch(store.db, statements)
   store.live?.committed(panel.tenantId)
-  return results[membership.before.length + change.capture.length + change.apply.length] as Record<string, unknown>[]
+  return results[membership.before.length + before.length + change.apply.length] as Record<string, unknown>[]
 }
 
 // --- Internal helpers ---

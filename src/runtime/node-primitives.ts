@@ -8,12 +8,14 @@ import type { Config } from '../config.ts'
 import { createDb } from '../db/client.ts'
 import type { Primitives } from '../deps.ts'
 import { createLogger, type Logger } from '../lib/logger.ts'
+import { cacheLibsqlStatements } from './libsql-statements.ts'
 import { applyMigrations } from './migrate.ts'
 import { sha256Hex } from './node-crypto.ts'
 import { nodeDocsAssets } from './node-docs-assets.ts'
 import { nodeFileStore } from './node-files.ts'
 import { nodeSqliteOpener } from './node-sqlite.ts'
 import { createRedisBus } from './redis-bus.ts'
+import { type Checkpointer, FALLBACK_PAGES, startCheckpointer } from './wal-checkpointer.ts'
 
 /**
  * Opens the libSQL database of DATABASE_URL (creating a file's folder), tuned and migrated.
@@ -27,7 +29,12 @@ import { createRedisBus } from './redis-bus.ts'
 export async function openDatabase(config: Config) {
   const url = config.databaseUrl
   const file = url.startsWith('file:')
-  if (file) mkdirSync(dirname(url.slice('file:'.length)), { recursive: true })
+  if (file) {
+    mkdirSync(dirname(url.slice('file:'.length)), { recursive: true })
+    // Each connection keeps its prepared statements (libsql-statements.ts).
+    cacheLibsqlStatements()
+  }
+  let checkpointer: Checkpointer | undefined
   const client = createClient({
     url,
     authToken: config.databaseAuthToken,
@@ -37,9 +44,11 @@ export async function openDatabase(config: Config) {
     // WAL + synchronous=NORMAL: durable across process crashes, ~30× faster commits (PERFORMANCE-NOTES).
     await client.execute('PRAGMA journal_mode = WAL')
     await client.execute('PRAGMA synchronous = NORMAL')
-    // Checkpoint the WAL every ~16 MiB instead of ~4 MiB: a quarter of the checkpoints (each one
-    // copies pages back and fsyncs) on a write-heavy load; the WAL file stays bounded.
-    await client.execute('PRAGMA wal_autocheckpoint = 4000')
+    // WAL checkpoints run on a worker thread (wal-checkpointer.ts), not in the commit that crosses
+    // `wal_autocheckpoint` on the event loop; the service's connections checkpoint only past
+    // FALLBACK_PAGES, should the worker fall behind. Without a worker: every ~16 MiB, as before.
+    checkpointer = await startCheckpointer(databasePath(url))
+    await client.execute(`PRAGMA wal_autocheckpoint = ${checkpointer ? FALLBACK_PAGES : 4000}`)
     // 8 MiB page cache (default 2 MiB): record keys are hashes, so a sync inserts into the key index
     // at random places and keeping its upper levels cached pays; more costs memory for little gain.
     await client.execute('PRAGMA cache_size = -8192')
@@ -49,8 +58,11 @@ export async function openDatabase(config: Config) {
   }
   const db = createDb(client)
   await applyMigrations(db)
-  return { db, client }
+  return { db, client, checkpointer }
 }
+
+/** The file of a `file:` URL (its query, if any, left out). */
+const databasePath = (url: string) => url.slice('file:'.length).split('?')[0]
 
 /** How long a write waits for another process's lock on a database file before it fails. */
 const BUSY_TIMEOUT_MS = 5000
@@ -72,7 +84,7 @@ export const resolveHost = async (hostname: string) => (await lookup(hostname, {
 
 /** All primitives a Node process needs for `buildDeps`. */
 export async function nodePrimitives(config: Config, log?: Logger): Promise<Primitives> {
-  const { db, client } = await openDatabase(config)
+  const { db, client, checkpointer } = await openDatabase(config)
   return {
     // With Redis (the scale-out deployment) commits wake the streams of every instance (docs/live.md).
     live: config.redisUrl ? createRedisBus(config.redisUrl, log ?? createLogger(config.logLevel)) : undefined,
@@ -84,7 +96,10 @@ export async function nodePrimitives(config: Config, log?: Logger): Promise<Prim
     runtime: 'node',
     docsAssets: nodeDocsAssets(),
     sha256Hex,
-    closeDb: () => client.close(),
+    closeDb: async () => {
+      await checkpointer?.stop()
+      client.close()
+    },
   }
 }
 

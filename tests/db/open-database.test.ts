@@ -14,7 +14,9 @@ afterEach(() => {
 describe('openDatabase on a file', () => {
   it('gives concurrent statements the same tuning: no connection of the pool goes without it', async () => {
     dir = mkdtempSync(join(tmpdir(), 'panels-open-'))
-    const { client } = await openDatabase(parseConfig({ NODE_ENV: 'test', DATABASE_URL: `file:${join(dir, 'panels.db')}` }))
+    const { client, checkpointer } = await openDatabase(
+      parseConfig({ NODE_ENV: 'test', DATABASE_URL: `file:${join(dir, 'panels.db')}` }),
+    )
     try {
       const read = (pragma: string) =>
         Promise.all(Array.from({ length: 6 }, () => client.execute(`PRAGMA ${pragma}`).then((rs) => Number(rs.rows[0][0]))))
@@ -23,6 +25,7 @@ describe('openDatabase on a file', () => {
       expect(await read('cache_size')).toEqual(Array(6).fill(-8192))
       expect(await read('foreign_keys')).toEqual(Array(6).fill(1))
     } finally {
+      await checkpointer?.stop()
       client.close()
     }
   })

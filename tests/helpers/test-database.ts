@@ -1,5 +1,6 @@
 import { type Client, createClient } from '@libsql/client'
 import { createDb } from '../../src/db/client.ts'
+import { cacheLibsqlStatements } from '../../src/runtime/libsql-statements.ts'
 import { applyMigrations } from '../../src/runtime/migrate.ts'
 import { freshConnectionClient } from './fresh-connection-client.ts'
 
@@ -16,6 +17,8 @@ const KINDS: TestDatabase[] = ['memory', 'fresh-connection']
 
 /** The client of `kind`, else of `PANEL_TEST_DB`, else `memory`. */
 export async function testDatabaseClient(kind: TestDatabase | undefined = fromEnv()): Promise<Client> {
+  // Connections keep their prepared statements, as the service's do (src/runtime/node-primitives.ts).
+  cacheLibsqlStatements()
   if (kind === 'fresh-connection') return freshConnectionClient()
   const client = createClient({ url: ':memory:' })
   await client.execute('PRAGMA foreign_keys = ON')

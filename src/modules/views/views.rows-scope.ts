@@ -1,6 +1,6 @@
 import type { ServiceContext } from '../../context.ts'
 import { forbidden } from '../../errors.ts'
-import { loadPanelColumns } from '../../rowstore/query/columns.ts'
+import { loadPanelColumns, type PanelColumns } from '../../rowstore/query/columns.ts'
 import type { RowSource } from '../../rowstore/query/prepare.ts'
 import { visibleColumns } from '../../rowstore/query/row-shape.ts'
 import { findPanel } from '../panels/panels.service.ts'
@@ -20,17 +20,23 @@ const MAX_COPY_DEPTH = 5
  *   still `read` it (its password, groups and expiry included).
  * The panel's owner and tenant admins reach every row and column (undefined: no limits).
  */
-export async function rowLimitsFor(ctx: ServiceContext, view: LoadedView, depth = 0): Promise<Limits | undefined> {
+export async function rowLimitsFor(
+  ctx: ServiceContext,
+  view: LoadedView,
+  depth = 0,
+  /** The view's panel's columns when the caller has read them already (read here otherwise). */
+  known?: PanelColumns,
+): Promise<Limits | undefined> {
   const panel = await findPanel(ctx, view.row.panelId)
   if (ctx.scope.isAdmin || panel?.userId === ctx.scope.userId) return undefined
-  const columns = await loadPanelColumns(ctx, view.row.panelId)
+  const columns = known ?? (await loadPanelColumns(ctx, view.row.panelId))
   if (view.row.sourceViewId === null) {
     if (view.row.userId === ctx.scope.userId) return undefined
     return { columns: new Set(visibleColumns(columns.list, view.row).map((c) => c.name)), viewIsTheCallers: false }
   }
   if (depth >= MAX_COPY_DEPTH) throw forbidden(`View ${view.row.id} is a copy of a copy more than ${MAX_COPY_DEPTH} deep`)
   const source = await loadViewFor(ctx, view.row.sourceViewId, 'read', 'read the rows of a copy of it')
-  const above = await rowLimitsFor(ctx, source, depth + 1)
+  const above = await rowLimitsFor(ctx, source, depth + 1, source.row.panelId === view.row.panelId ? columns : undefined)
   const reachable = above ? columns.list.filter((c) => above.columns.has(c.name)) : columns.list
   return {
     filters: [...(above?.filters ?? []), { conditions: source.row.filters }],

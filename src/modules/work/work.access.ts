@@ -3,6 +3,13 @@ import type { ServiceContext } from '../../context.ts'
 import type { CohortRule, Workflow } from '../../db/schema.ts'
 import { forbidden, notFound, permissionDenied } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
+import {
+  columnsOfRecords,
+  compileMembership,
+  membershipJsonColumns,
+  membershipRecordsOf,
+  type PanelMembership,
+} from '../../rowstore/membership-plan.ts'
 import { type PreparedRows, prepareRows } from '../../rowstore/query/prepare.ts'
 import { type RecordRow, recordColumns } from '../../rowstore/query/row-shape.ts'
 import { loadWorkflow } from '../../rowstore/workflow.ts'
@@ -32,6 +39,11 @@ export interface RowsAccess {
   rows: PreparedRows
   /** When the rows were opened: an expired claim reads as free from then on. */
   now: string
+  /**
+   * The panel's views compiled for a write's membership step at the write's time, from what opening
+   * the rows read (none: the write reads them itself).
+   */
+  membership?: (at: string) => Promise<PanelMembership>
 }
 
 /** Opens a panel's or a view's rows for the caller; 404 for what they cannot see. */
@@ -45,13 +57,39 @@ export async function openRows(ctx: ServiceContext, path: RowsPath): Promise<Row
   const view = await loadVisibleView(ctx, path.viewId)
   // As GET …/rows: a view seen without `read` shows no row (403 naming it, before any row is looked up).
   requireViewPermission(view, 'read', 'read its rows')
-  const { panel: owner, cohortRule } = await requirePanelRecord(ctx, view.row.panelId)
+  // The view's panel whoever owns it, with its views and columns: what the row query and a write's
+  // membership step need of the panel, in one read.
+  const { tenantId } = ctx.scope
+  const panelId = view.row.panelId
+  const [record] = await ctx.db.all<PanelRecord & { views: string; columns: string }>(
+    sql`SELECT p.id, p.user_id, p.metadata, p.workflow, p.cohort_rule, ${membershipJsonColumns(tenantId)}
+      FROM panels p WHERE p.id = ${panelId} AND p.tenant_id = ${tenantId} AND p.deleted_at IS NULL`,
+  )
+  if (!record) throw notFound('Panel', panelId, tenantId)
+  const { views: viewRows, columns: columnRows } = membershipRecordsOf(record)
+  const owner = panelOf(
+    { id: Number(record.id), userId: record.user_id, metadata: record.metadata ? JSON.parse(record.metadata) : null },
+    record.workflow ? (JSON.parse(record.workflow) as Workflow) : null,
+  )
+  const cohortRule = JSON.parse(record.cohort_rule) as CohortRule
+  const columns = columnsOfRecords(columnRows)
   const full = ctx.scope.isAdmin || owner.userId === ctx.scope.userId
-  const limits = await rowLimitsFor(ctx, view)
+  const limits = full ? undefined : await rowLimitsFor(ctx, view, 0, columns)
   // The view's row query as GET …/rows builds it (views.query.ts), with the panel read here.
-  const rows = await prepareRows(ctx, { panel: { id: owner.id, cohortRule, workflow: owner.workflow }, view: view.row, limits })
+  const rows = await prepareRows(ctx, {
+    panel: { id: owner.id, cohortRule, workflow: owner.workflow },
+    columns,
+    view: view.row,
+    limits,
+  })
   const permissions = full ? ALL : await sharedPermissions(ctx, view)
-  return { panel: owner, view, full, permissions, rows, now: isoNow(ctx.clock) }
+  const membership = (at: string) =>
+    compileMembership(
+      ctx.db,
+      { tenantId, panelId, panel: record, views: viewRows, columns: columnRows, panelColumns: columns },
+      { at },
+    )
+  return { panel: owner, view, full, permissions, rows, now: isoNow(ctx.clock), membership }
 }
 
 /** Fails with 403 naming the permission unless the caller holds it. */
@@ -80,28 +118,8 @@ function panelOf(panel: { id: number; userId: string; metadata?: Record<string, 
   return { id: panel.id, userId: panel.userId, workflow, enableComments: settings.enableComments !== false }
 }
 
-/** The view's panel whoever owns it (the view is visible to the caller). */
-async function requirePanelRecord(
-  ctx: ServiceContext,
-  panelId: number,
-): Promise<{ panel: RowsAccess['panel']; cohortRule: CohortRule }> {
-  const [row] = await ctx.db.all<{
-    id: number
-    user_id: string
-    metadata: string | null
-    workflow: string | null
-    cohort_rule: string
-  }>(
-    sql`SELECT id, user_id, metadata, workflow, cohort_rule FROM panels WHERE id = ${panelId} AND tenant_id = ${ctx.scope.tenantId}
-      AND deleted_at IS NULL`,
-  )
-  if (!row) throw notFound('Panel', panelId, ctx.scope.tenantId)
-  const panel = panelOf(
-    { id: Number(row.id), userId: row.user_id, metadata: row.metadata ? JSON.parse(row.metadata) : null },
-    row.workflow ? (JSON.parse(row.workflow) as Workflow) : null,
-  )
-  return { panel, cohortRule: JSON.parse(row.cohort_rule) as CohortRule }
-}
+/** The view's panel as opening its rows reads it. */
+type PanelRecord = { id: number; user_id: string; metadata: string | null; workflow: string | null; cohort_rule: string }
 
 /** Copies of copies are followed this deep (as views.rows-scope.ts does for their rows). */
 const MAX_COPY_DEPTH = 5

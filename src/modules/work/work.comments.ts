@@ -248,6 +248,7 @@ async function changeCommentCount<T>(
   const rows = await changeWork(ctx, {
     panel: { tenantId, panelId },
     write,
+    membership: await access.membership?.(change.at),
     capture,
     apply: change.apply(captured, apply),
     read: change.read(captured),

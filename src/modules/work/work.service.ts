@@ -77,6 +77,7 @@ export async function patchWork(
   const statusHolds = patch.status === undefined ? sql`1` : sql`${patch.status} IN (${statusesSql(sql`${access.panel.id}`)})`
   const changed = await applyWork(ctx, {
     panelId: access.panel.id,
+    membership: access.membership,
     pick: sql`SELECT id FROM row_identities WHERE id = ${rowId} AND version = ${current.version} AND ${statusHolds}`,
     set: sql.join(set, sql`, `),
     cause: 'patch',
@@ -102,6 +103,7 @@ export async function claimRow(ctx: ServiceContext, path: RowsPath, rowId: numbe
   const expires = lease === null ? null : new Date(now.getTime() + lease * 1000).toISOString()
   const changed = await applyWork(ctx, {
     panelId: access.panel.id,
+    membership: access.membership,
     // One conditional write: taken only where nobody else holds it unexpired.
     pick: sql`SELECT id FROM row_identities WHERE id = ${rowId}
       AND (assignee IS NULL OR assignee = ${me} OR (claim_expires_at IS NOT NULL AND claim_expires_at <= ${at}))`,
@@ -130,6 +132,7 @@ export async function releaseRow(ctx: ServiceContext, path: RowsPath, rowId: num
   const manager = isManager(access)
   const changed = await applyWork(ctx, {
     panelId: access.panel.id,
+    membership: access.membership,
     pick: sql`SELECT id FROM row_identities WHERE id = ${rowId} AND assignee IS NOT NULL
       AND (${manager ? sql`1` : sql`assignee = ${me}`} OR (claim_expires_at IS NOT NULL AND claim_expires_at <= ${at}))`,
     set: sql`assignee = NULL, claimed_at = NULL, claim_expires_at = NULL`,
@@ -164,6 +167,7 @@ export async function nextRow(ctx: ServiceContext, viewId: number, leaseSeconds?
   const q = access.rows
   const changed = await applyWork(ctx, {
     panelId: access.panel.id,
+    membership: access.membership,
     pick: sql`SELECT r.row_id ${q.scope} AND ${free(clock)} ORDER BY ${q.order} LIMIT 1`,
     set: sql`assignee = ${ctx.scope.userId}, claimed_at = ${at}, claim_expires_at = ${expires}`,
     cause: 'next',

@@ -1,5 +1,6 @@
 import type { SQL } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
+import type { PanelMembership } from '../../rowstore/membership-plan.ts'
 import { capturedSelect, workChangeStatements } from '../../rowstore/work-sql.ts'
 import { changeWork, rowWrite } from '../../rowstore/write.ts'
 import type { WorkStateDto } from './work.schemas.ts'
@@ -18,6 +19,8 @@ export async function applyWork(
     set: SQL
     cause: 'claim' | 'release' | 'lease_expired' | 'patch' | 'next' | 'sla'
     at: string
+    /** The panel's views compiled at the change's time, when the caller has read them (work.access.ts `membership`). */
+    membership?: (at: string) => Promise<PanelMembership>
   },
 ): Promise<(WorkStateDto & { rowId: number })[]> {
   const { tenantId, userId } = ctx.scope
@@ -36,7 +39,7 @@ export async function applyWork(
     ...(ipAddress ? { ipAddress } : {}),
     cause: change.cause,
   })
-  const { capture, apply } = workChangeStatements({
+  const { capture, listed, apply } = workChangeStatements({
     token: write.token,
     tenantId,
     panelId: change.panelId,
@@ -50,7 +53,9 @@ export async function applyWork(
   const rows = await changeWork(ctx, {
     panel: { tenantId, panelId: change.panelId },
     write,
+    membership: await change.membership?.(change.at),
     capture,
+    listed,
     apply,
     read: capturedSelect(write.token),
   })

@@ -13,7 +13,7 @@ import {
 import { invalid } from '../../errors.ts'
 import { loadWorkflow, workClock } from '../workflow.ts'
 import type { AggregateSpec } from './aggregate.ts'
-import { loadPanelColumns } from './columns.ts'
+import { loadPanelColumns, type PanelColumns } from './columns.ts'
 import { filterSql, searchSql } from './filter-sql.ts'
 import { type OrderTerm, orderByTerms, orderTerms } from './order.ts'
 import { ensureRowIndex } from './row-index.ts'
@@ -69,6 +69,8 @@ export interface PreparedRows {
 
 export interface RowSource {
   panel: { id: number; cohortRule: CohortRule | null; workflow?: Workflow | null }
+  /** The panel's columns when the caller has read them already (read here otherwise). */
+  columns?: PanelColumns
   view?: ViewRow
   /**
    * The rows and columns a caller who does not own the panel is held to (views.rows-scope.ts): the
@@ -84,7 +86,7 @@ export interface RowSource {
  */
 export async function prepareRows(ctx: ServiceContext, source: RowSource, params: RowParams = {}): Promise<PreparedRows> {
   const { panel, view } = source
-  const columns = await loadPanelColumns(ctx, panel.id)
+  const columns = source.columns ?? (await loadPanelColumns(ctx, panel.id))
   await ensureRowIndex(
     ctx.db,
     panel.id,
