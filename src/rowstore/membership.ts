@@ -247,6 +247,12 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
         FROM x),
       y AS MATERIALIZED (
         SELECT k.data_source_id, k.key, k.id, k.row, ${sql.raw(memberKeyColumns((c) => `k.${c}`))},
+          ${sql.raw(
+            memberKeysDiffer(
+              (c) => `k.${c}`,
+              (c) => `k.m${c}`,
+            ),
+          )} AS rekeyed,
           CASE WHEN k.member_row IS NULL THEN 'entered'
                WHEN json_remove(k.member_row, '$._id') IS NOT json_remove(k.row, '$._id') THEN 'updated'
                WHEN k.member_id IS NOT k.id OR ${sql.raw(
@@ -257,7 +263,8 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
                )} THEN 'moved' END AS kind
         FROM k)
       INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row, ${sql.raw(memberKeyColumns())})
-      SELECT ${write.token}, ${view.id}, y.data_source_id, y.key, y.kind, y.id, y.row, ${sql.raw(memberKeyColumns((c) => `y.${c}`))}
+      SELECT ${write.token}, ${view.id}, y.data_source_id, y.key, y.kind, y.id, y.row,
+        ${sql.raw(memberKeyColumns((c) => `CASE WHEN y.kind = 'entered' OR y.rekeyed THEN y.${c} END`))}
       FROM y WHERE y.kind IS NOT NULL`,
     sql`INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row)
       SELECT ${write.token}, ${view.id}, m.data_source_id, m.key, 'left', m.row_id, m.row
@@ -304,14 +311,22 @@ function noticeStatement(write: RowWrite): SQL {
 }
 
 function memberUpdateStatements(write: RowWrite): SQL[] {
+  const rekey = ORDER_KEY_NAMES.map((k) => `${k} = excluded.${k}`).join(', ')
   return [
     sql`DELETE FROM view_members WHERE (view_id, data_source_id, key) IN
       (SELECT view_id, data_source_id, key FROM pending_changes WHERE token = ${write.token} AND view_id <> 0 AND kind = 'left')`,
     sql`INSERT INTO view_members (view_id, data_source_id, key, tenant_id, panel_id, row_id, row, ${sql.raw(memberKeyColumns())})
       SELECT view_id, data_source_id, key, ${write.tenantId}, ${write.panelId}, row_id, row, ${sql.raw(memberKeyColumns())}
-      FROM pending_changes WHERE token = ${write.token} AND view_id <> 0 AND kind IN ('entered', 'updated', 'moved')
-      ON CONFLICT (view_id, data_source_id, key) DO UPDATE SET row_id = excluded.row_id, row = excluded.row,
-        ${sql.raw(ORDER_KEY_NAMES.map((k) => `${k} = excluded.${k}`).join(', '))}`,
+      FROM pending_changes WHERE token = ${write.token} AND view_id <> 0 AND kind = 'entered'
+      ON CONFLICT (view_id, data_source_id, key) DO UPDATE SET row_id = excluded.row_id, row = excluded.row, ${sql.raw(rekey)}`,
+    // A member whose order keys did not change (its pending keys are null) keeps its index entry.
+    sql`UPDATE view_members SET row_id = p.row_id, row = p.row FROM pending_changes p
+      WHERE p.token = ${write.token} AND p.view_id = view_members.view_id AND p.data_source_id = view_members.data_source_id
+        AND p.key = view_members.key AND p.kind IN ('updated', 'moved') AND p.s0 IS NULL`,
+    sql`UPDATE view_members SET row_id = p.row_id, row = p.row, ${sql.raw(ORDER_KEY_NAMES.map((k) => `${k} = p.${k}`).join(', '))}
+      FROM pending_changes p
+      WHERE p.token = ${write.token} AND p.view_id = view_members.view_id AND p.data_source_id = view_members.data_source_id
+        AND p.key = view_members.key AND p.kind IN ('updated', 'moved') AND p.s0 IS NOT NULL`,
     // The views' totals move with their members: one more per row entered, one less per row left.
     sql`UPDATE views SET member_count = member_count + (SELECT sum(CASE kind WHEN 'entered' THEN 1 ELSE -1 END)
         FROM pending_changes WHERE token = ${write.token} AND view_id = views.id AND kind IN ('entered', 'left'))
