@@ -39,6 +39,11 @@ export interface SyncJob {
 export interface Read {
   digest?: string
   plan: PanelPlan
+  /**
+   * The cursor a full read reached (a bulk export's transactionTime): stored with the switch to
+   * its generation, never before, so a full sync that fails leaves the cursor where it was.
+   */
+  cursor?: { value: unknown }
 }
 
 /**
@@ -82,6 +87,7 @@ export async function readAndWrite(ctx: ServiceContext, job: SyncJob): Promise<R
   const cctx = connectorContext(ctx, job, signal, cursor)
   const keyField = typeof job.plain.keyField === 'string' && job.plain.keyField !== '' ? job.plain.keyField : undefined
   const seen: KeySet = newKeySet()
+  let fullCursor: { value: unknown } | undefined
   // A full sync digests the rows it stores, so its end can tell an unchanged generation at once.
   const rows: RowWriter = { plan, now: ctx.clock.now(), digest: incremental ? undefined : new GenerationDigest() }
   try {
@@ -94,11 +100,18 @@ export async function readAndWrite(ctx: ServiceContext, job: SyncJob): Promise<R
       }
       const advanced = cursor.pending
       cursor.pending = undefined
-      await writeBatch(ctx, job, batch, { seen: incremental ? newKeySet() : seen, keyField, rows, membership }, advanced)
+      if (!incremental && advanced) fullCursor = advanced
+      await writeBatch(
+        ctx,
+        job,
+        batch,
+        { seen: incremental ? newKeySet() : seen, keyField, rows, membership },
+        incremental ? advanced : undefined,
+      )
       if (ctx.stopping?.aborted) throw new SyncInterrupted()
     }
     if (!incremental) await countGeneration(ctx.db, source.id, run.generation, counts)
-    return { digest: rows.digest?.toString(), plan }
+    return { digest: rows.digest?.toString(), plan, cursor: fullCursor }
   } catch (err) {
     if (ctx.stopping?.aborted && !(err instanceof SyncCancelled)) throw new SyncInterrupted()
     if (timeout.aborted && !(err instanceof SyncCancelled)) {
