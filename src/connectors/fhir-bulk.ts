@@ -19,6 +19,8 @@ export const BULK_BATCH_SIZE = 500
 export const DEFAULT_POLL_MS = 2_000
 /** The `DELETE` of a finished, failed or cancelled job is given this long, on its own signal. */
 const DELETE_TIMEOUT_MS = 5_000
+/** While waiting between polls, a cancel of the sync is looked for this often. */
+export const CANCEL_CHECK_MS = 1_000
 /** How many error lines are quoted in the sync's message. */
 const MAX_QUOTED_ERRORS = 5
 
@@ -287,7 +289,13 @@ async function pollUntilDone(
         )
       }
       ctx.log.debug('bulk export in progress', { waitMs, progress: res.headers.get('x-progress') ?? undefined })
-      await abortableSleep(waitMs, signal)
+      // The wait is cut in slices so a cancel of the sync is seen within CANCEL_CHECK_MS.
+      for (let left = waitMs; ; left -= CANCEL_CHECK_MS) {
+        if (await ctx.cancelRequested?.())
+          throw new ConnectorError('The FHIR bulk export was cancelled while the server prepared it')
+        if (left <= 0) break
+        await abortableSleep(Math.min(left, CANCEL_CHECK_MS), signal)
+      }
       continue
     }
     if (res.status !== 200) {

@@ -19,6 +19,8 @@ export const FhirConfig = z
     /** `search` (the default): FHIR searches. `bulk`: a Bulk Data `$export` (fhir-bulk.ts). */
     mode: z.enum(['search', 'bulk']).optional(),
     bulk: BulkConfig.optional(),
+    /** Mode bulk with since auto: the transactionTime of the last export applied (stored by the sync). */
+    lastSyncValue: z.string().optional(),
     resourceType: resourceTypeName.optional(),
     resourceTypes: z.array(resourceTypeName).min(1).max(50).optional(),
     /** A query string (`name=smith&_sort=birthdate`) or an object (values may be lists: repeated). */

@@ -3,7 +3,7 @@ import { makeTestApp, type TestApp } from '../helpers/app.ts'
 import { type BulkServer, startBulkServer } from '../helpers/fhir-bulk-server.ts'
 import { patients } from '../helpers/fhir-server.ts'
 import { clientFor, type TestClient } from '../helpers/http.ts'
-import { createPanel, createSource, currentRecords, runsOf } from '../modules/datasources/fixtures.ts'
+import { createPanel, createSource, currentRecords, runsOf, waitFor } from '../modules/datasources/fixtures.ts'
 
 let fx: BulkServer
 let t: TestApp
@@ -147,6 +147,29 @@ describe('fhir sources in bulk mode through the API', () => {
       })
     })
   }
+
+  it('a cancel stops the polls within a second, ends the run cancelled, deletes the job and keeps the rows', async () => {
+    const created = await createBulk({}, { timeout: 60_000 })
+    const before = await currentRecords(t, created.body.id)
+    fx.put({ ...patients(3)[0], active: false })
+    fx.state.polls = 100
+    fx.state.retryAfter = '30'
+    const jobsBefore = fx.jobs.length
+    const started = await alice.post(`/api/datasources/${created.body.id}/sync?async=true`)
+    expect(started.status).toBe(202)
+    const job = await waitFor(async () => (fx.jobs[jobsBefore]?.pollTimes.length ? fx.jobs[jobsBefore] : undefined))
+    const cancelledAt = Date.now()
+    expect((await alice.post(`/api/datasources/${created.body.id}/sync/cancel`)).status).toBe(200)
+    const run = await waitFor(async () => {
+      const last = (await runsOf(t, created.body.id)).at(-1)
+      return last?.status === 'syncing' ? undefined : last
+    }, 10_000)
+    expect(Date.now() - cancelledAt).toBeLessThan(3000)
+    expect(run).toMatchObject({ status: 'cancelled', error: 'Synchronisation cancelled', rowsWritten: 0 })
+    expect(job.pollTimes).toHaveLength(1)
+    await waitFor(async () => (job.deleted ? true : undefined))
+    expect(await currentRecords(t, created.body.id)).toEqual(before)
+  })
 
   it('a failed first export stores no cursor and no rows; the next sync is whole again', async () => {
     fx.state.errorLines = ['Patient/pat-1 could not be exported']
