@@ -171,6 +171,31 @@ describe('fhir sources in bulk mode through the API', () => {
     expect(await currentRecords(t, created.body.id)).toEqual(before)
   })
 
+  it('a whole export cancelled at its last batch stores no cursor: the cursor comes with the switch only', async () => {
+    fx.state.errorLines = ['Patient/pat-1 could not be exported']
+    const created = await createBulk()
+    expect(created.body.syncStatus).toBe('error')
+    fx.state.errorLines = []
+    fx.state.lineDelayMs = 400
+    const jobsBefore = fx.jobs.length
+    const started = await alice.post(`/api/datasources/${created.body.id}/sync?async=true`)
+    expect(started.status).toBe(202)
+    // The manifest is out: the download (one batch, the last, with the cursor) is under way.
+    await waitFor(async () => (fx.jobs[jobsBefore]?.pollTimes.length === 2 ? true : undefined))
+    expect((await alice.post(`/api/datasources/${created.body.id}/sync/cancel`)).status).toBe(200)
+    const run = await waitFor(async () => {
+      const last = (await runsOf(t, created.body.id)).at(-1)
+      return last?.status === 'syncing' ? undefined : last
+    }, 10_000)
+    expect(run).toMatchObject({ status: 'cancelled' })
+    const stored = await t.client.execute({
+      sql: "SELECT json_extract(config, '$.lastSyncValue') AS cursor FROM data_sources WHERE id = ?",
+      args: [created.body.id],
+    })
+    expect(stored.rows[0].cursor).toBeNull()
+    expect(await currentRecords(t, created.body.id)).toEqual([])
+  })
+
   it('a failed first export stores no cursor and no rows; the next sync is whole again', async () => {
     fx.state.errorLines = ['Patient/pat-1 could not be exported']
     const created = await createBulk()

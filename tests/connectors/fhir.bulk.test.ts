@@ -96,6 +96,19 @@ describe('fhir connector: bulk $export', () => {
     )
   })
 
+  it('sends no credentials to the files when the manifest does not require a token', async () => {
+    fx.state.token = 'bulk-token'
+    fx.state.openFiles = true
+    const before = fx.server.requests.length
+    const { records } = await readAllBatches(fhir, bulk({}, { authentication: { type: 'bearer', token: 'bulk-token' } }))
+    expect(records).toHaveLength(5)
+    const sent = fx.server.requests.slice(before)
+    expect(sent.filter((r) => r.url.includes('/bulk-files/')).map((r) => r.headers.authorization)).toEqual([undefined, undefined])
+    expect(
+      sent.filter((r) => !r.url.includes('/bulk-files/')).every((r) => r.headers.authorization === 'Bearer bulk-token'),
+    ).toBe(true)
+  })
+
   it('sends _since from the stored cursor and yields the deleted resources', async () => {
     const first = await readAllBatches(fhir, bulk())
     const since = first.report.cursors[0] as string

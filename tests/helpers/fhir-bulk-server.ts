@@ -7,6 +7,8 @@ type Resource = Record<string, unknown> & { resourceType: string; id: string }
 export interface BulkState {
   /** Bearer token required on every request (kick-off, polls, files) when set; the manifest then says requiresAccessToken. */
   token?: string
+  /** Files need no token (the manifest says requiresAccessToken: false) even when `token` is set. */
+  openFiles?: boolean
   /** How many polls answer 202 before the manifest. */
   polls: number
   /** The 202's Retry-After: a number of seconds, 'date:<ms>' for an HTTP date that far ahead, or undefined for none. */
@@ -72,7 +74,8 @@ export async function startBulkServer() {
   const server: FixtureServer = await startJsonServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://fixture')
     const path = url.pathname
-    if (!authorised(req.headers, res)) return
+    const openFile = state.openFiles && path.startsWith('/fhir/bulk-files/')
+    if (!openFile && !authorised(req.headers, res)) return
     const kick = /^\/fhir\/(?:(Patient)\/|Group\/([^/]+)\/)?\$export$/.exec(path)
     if (kick && req.method === 'GET') {
       if (req.headers.prefer !== 'respond-async') return json(res, 400, outcome('Prefer: respond-async is required'))
@@ -144,7 +147,7 @@ export async function startBulkServer() {
       return json(res, 200, {
         transactionTime: job.transactionTime,
         request: `${server.url}${job.url}`,
-        requiresAccessToken: state.token !== undefined,
+        requiresAccessToken: state.token !== undefined && !state.openFiles,
         output: [...job.output.entries()].map(([type, list]) => ({ type, url: files(`${type}.ndjson`), count: list.length })),
         deleted: job.removed.length > 0 ? [{ type: 'Bundle', url: files('deleted.ndjson') }] : [],
         error: state.errorLines.length > 0 ? [{ type: 'OperationOutcome', url: files('errors.ndjson') }] : [],
@@ -199,6 +202,7 @@ export async function startBulkServer() {
       removals.length = 0
       Object.assign(state, {
         token: undefined,
+        openFiles: undefined,
         polls: 1,
         retryAfter: '1',
         kickOffOutcome: undefined,
