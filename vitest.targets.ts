@@ -11,6 +11,7 @@ export const API_SUITE = [
   'tests/openapi.test.ts',
   'tests/connectors/file.api.test.ts',
   'tests/connectors/database.sync.test.ts',
+  'tests/connectors/fhir.bulk.api.test.ts',
 ]
 
 export function targetConfig(target: 'workers' | 'deno') {

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { BulkConfig, bulkCursor, readBulk, resourceTypeName } from './fhir-bulk.ts'
 import { Authentication } from './shared/auth.ts'
 import { httpUrl, maxPagesField, NO_CREDENTIALS_MESSAGE, requestFields, withoutCredentials } from './shared/http-config.ts'
 import type { HttpClient } from './shared/request.ts'
@@ -9,13 +10,17 @@ export const CONNECTOR_TYPE = 'fhir'
 export const BATCH_SIZE = 500
 export const FHIR_JSON = 'application/fhir+json'
 
-const resourceTypeName = z.string().regex(/^[A-Z][A-Za-z]{1,63}$/, 'must be a FHIR resource type such as "Patient"')
 const paramValue = z.union([z.string(), z.number(), z.boolean()])
 
 /** Config of a `fhir` source (DATA-ENGINE: Connector conventions, FHIR); unknown fields pass through. */
 export const FhirConfig = z
   .object({
     baseUrl: z.string().refine(httpUrl, 'must be an http or https URL').refine(withoutCredentials, NO_CREDENTIALS_MESSAGE),
+    /** `search` (the default): FHIR searches. `bulk`: a Bulk Data `$export` (fhir-bulk.ts). */
+    mode: z.enum(['search', 'bulk']).optional(),
+    bulk: BulkConfig.optional(),
+    /** Mode bulk with since auto: the transactionTime of the last export applied (stored by the sync). */
+    lastSyncValue: z.string().optional(),
     resourceType: resourceTypeName.optional(),
     resourceTypes: z.array(resourceTypeName).min(1).max(50).optional(),
     /** A query string (`name=smith&_sort=birthdate`) or an object (values may be lists: repeated). */
@@ -29,7 +34,11 @@ export const FhirConfig = z
   .passthrough()
   .superRefine(
     (c, ctx) => {
-      if (!c.resourceType && !c.resourceTypes) {
+      if (c.mode === 'bulk') {
+        if (!c.bulk) ctx.addIssue({ code: 'custom', path: ['bulk'], message: 'required for mode bulk' })
+      } else if (c.bulk) {
+        ctx.addIssue({ code: 'custom', path: ['bulk'], message: 'only for mode bulk' })
+      } else if (!c.resourceType && !c.resourceTypes) {
         ctx.addIssue({ code: 'custom', path: ['resourceType'], message: 'required (or resourceTypes, a list of them)' })
       }
     },
@@ -54,7 +63,14 @@ interface Bundle {
 export default defineConnector<FhirConfig>({
   type: CONNECTOR_TYPE,
   configSchema: FhirConfig,
+  // A bulk source with `since: "auto"` and a stored transactionTime reads only the changes since.
+  mode: (config) =>
+    config.mode === 'bulk' && config.bulk && bulkCursor({ ...config, bulk: config.bulk }) ? 'incremental' : 'full',
   async *read(config, ctx) {
+    if (config.mode === 'bulk' && config.bulk) {
+      yield* readBulk({ ...config, bulk: config.bulk }, ctx, outcomeText)
+      return
+    }
     const client = sourceClient(ctx, config, 'FHIR server', (res, body) => {
       const outcome = outcomeText(body)
       return outcome && `FHIR server responded ${res.status} with an OperationOutcome: ${outcome}`

@@ -60,6 +60,12 @@ export interface ConnectorContext {
   advanceCursor(value: unknown): void
   /** A user cap (`maxRows`, `maxPages`) stopped the read early: reported, never silent. */
   truncated(message: string): void
+  /**
+   * True once a cancel of this sync was requested (one read of the run). The sync sees a cancel at
+   * each batch boundary by itself; a connector that waits long before its first batch (a bulk
+   * export's polls) asks here and stops: the sync then ends as cancelled.
+   */
+  cancelRequested?(): Promise<boolean>
 }
 
 /** A connector (STYLE §12): validates its config and reads records in batches. */

@@ -132,7 +132,29 @@ const ApiConfig = z
 const FhirConfig = z
   .object({
     baseUrl: text('The FHIR R4 server base, e.g. https://fhir.example.org/r4'),
-    resourceType: text('The resource type searched, e.g. Patient (or resourceTypes)').optional(),
+    mode: z.enum(['search', 'bulk']).optional().openapi({
+      description: '`search` (default): FHIR searches. `bulk`: a Bulk Data `$export` of the server (then `bulk` is required)',
+    }),
+    bulk: z
+      .object({
+        level: z
+          .enum(['system', 'patient', 'group'])
+          .openapi({ description: 'Kick-off at `$export`, `Patient/$export` or `Group/{groupId}/$export`' }),
+        groupId: text('The Group exported (level group only)').optional(),
+        types: z.array(z.string()).optional().openapi({ description: '`_type`: the resource types exported' }),
+        typeFilters: z
+          .array(z.string())
+          .optional()
+          .openapi({ description: '`_typeFilter` searches, e.g. Observation?category=vital-signs, one parameter each' }),
+        since: z.enum(['auto', 'none']).openapi({
+          description:
+            "`auto`: the next sync exports only the changes since the last manifest's transactionTime (stored as lastSyncValue) and applies its deletions; `none`: every sync is a whole export",
+        }),
+      })
+      .optional()
+      .openapi({ description: 'The Bulk Data export of a source in mode bulk (docs/connectors-fhir.md)' }),
+    lastSyncValue: text("Mode bulk with since auto: the last applied export's transactionTime (set by the service)").optional(),
+    resourceType: text('The resource type searched, e.g. Patient (or resourceTypes); not used in mode bulk').optional(),
     resourceTypes: z.array(z.string()).optional().openapi({ description: 'Several resource types, each searched in turn' }),
     searchParams: z
       .union([z.string(), z.record(z.string(), z.unknown())])
@@ -146,7 +168,8 @@ const FhirConfig = z
     ...scheduleFields,
   })
   .openapi('FhirDataSourceConfig', {
-    description: 'Config of a `fhir` source: a FHIR R4 search, following the Bundle next links. Records are keyed Type/id.',
+    description:
+      'Config of a `fhir` source: a FHIR R4 search, following the Bundle next links, or (mode bulk) a Bulk Data $export streamed as NDJSON. Records are keyed Type/id.',
   })
 
 const DatabaseConfig = z

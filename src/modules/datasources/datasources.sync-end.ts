@@ -60,12 +60,14 @@ export interface Ended {
   incremental: boolean
   /** A full sync's digest of the rows it wrote (src/rowstore/digest.ts). */
   digest?: string
+  /** The cursor a full read reached: stored with its switch (an incremental read stores it with each batch). */
+  cursor?: { value: unknown }
 }
 
 /** Success: switch generation (full) with its membership step, end the run, record the SYNC change, notify — one batch. */
 export async function finish(
   ctx: ServiceContext,
-  { source, run, counts, incremental, digest }: Ended,
+  { source, run, counts, incremental, digest, cursor }: Ended,
   durationMs: number,
   options: { notify?: boolean } = {},
 ): Promise<SyncOutcome> {
@@ -109,7 +111,17 @@ export async function finish(
     ? [notifyViewOwners(ctx, { panelId: source.panelId, type: 'DATA_CHANGED', impact: 'info', message })]
     : []
   const write = incremental ? undefined : syncWrite(ctx, source, run, now)
+  // Before `released`, which ends the lease this statement is conditioned on.
+  const storedCursor = cursor
+    ? [
+        ctx.db
+          .update(dataSources)
+          .set({ config: sql`json_set(config, '$.lastSyncValue', json(${JSON.stringify(cursor.value ?? null)}))` })
+          .where(heldBy(run)),
+      ]
+    : []
   const lifecycle = [
+    ...storedCursor,
     released,
     ...runEvent(source, run, 'sync.completed', ended, now),
     ctx.db.update(syncRuns).set(ended).where(eq(syncRuns.id, run.id)),

@@ -39,6 +39,11 @@ export interface SyncJob {
 export interface Read {
   digest?: string
   plan: PanelPlan
+  /**
+   * The cursor a full read reached (a bulk export's transactionTime): stored with the switch to
+   * its generation, never before, so a full sync that fails leaves the cursor where it was.
+   */
+  cursor?: { value: unknown }
 }
 
 /**
@@ -79,9 +84,11 @@ export async function readAndWrite(ctx: ServiceContext, job: SyncJob): Promise<R
   // A stopping service aborts the connector's reads too, so a sync waiting on its source hands back at once.
   const signal = ctx.stopping ? AbortSignal.any([timeout, ctx.stopping]) : timeout
   const cursor: { pending?: { value: unknown } } = {}
-  const cctx = connectorContext(ctx, job, signal, cursor)
+  const cancel = { seen: false }
+  const cctx = connectorContext(ctx, job, signal, cursor, cancel)
   const keyField = typeof job.plain.keyField === 'string' && job.plain.keyField !== '' ? job.plain.keyField : undefined
   const seen: KeySet = newKeySet()
+  let fullCursor: { value: unknown } | undefined
   // A full sync digests the rows it stores, so its end can tell an unchanged generation at once.
   const rows: RowWriter = { plan, now: ctx.clock.now(), digest: incremental ? undefined : new GenerationDigest() }
   try {
@@ -94,12 +101,21 @@ export async function readAndWrite(ctx: ServiceContext, job: SyncJob): Promise<R
       }
       const advanced = cursor.pending
       cursor.pending = undefined
-      await writeBatch(ctx, job, batch, { seen: incremental ? newKeySet() : seen, keyField, rows, membership }, advanced)
+      if (!incremental && advanced) fullCursor = advanced
+      await writeBatch(
+        ctx,
+        job,
+        batch,
+        { seen: incremental ? newKeySet() : seen, keyField, rows, membership },
+        incremental ? advanced : undefined,
+      )
       if (ctx.stopping?.aborted) throw new SyncInterrupted()
     }
     if (!incremental) await countGeneration(ctx.db, source.id, run.generation, counts)
-    return { digest: rows.digest?.toString(), plan }
+    return { digest: rows.digest?.toString(), plan, cursor: fullCursor }
   } catch (err) {
+    // The connector stopped because it saw the cancel (connectorContext.cancelRequested).
+    if (cancel.seen) throw new SyncCancelled()
     if (ctx.stopping?.aborted && !(err instanceof SyncCancelled)) throw new SyncInterrupted()
     if (timeout.aborted && !(err instanceof SyncCancelled)) {
       throw new ConnectorError(
@@ -174,6 +190,7 @@ function connectorContext(
   job: SyncJob,
   signal: AbortSignal,
   cursor: { pending?: { value: unknown } },
+  cancel: { seen: boolean },
 ): ConnectorContext {
   const limits = ctx.config.syncLimits
   return {
@@ -198,6 +215,11 @@ function connectorContext(
     },
     truncated: (message) => {
       job.counts.truncated.push(message)
+    },
+    cancelRequested: async () => {
+      const [state] = await ctx.db.select({ cancel: syncRuns.cancelRequested }).from(syncRuns).where(eq(syncRuns.id, job.run.id))
+      if (state?.cancel) cancel.seen = true
+      return cancel.seen
     },
   }
 }

@@ -35,7 +35,7 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
   } catch (err) {
     return failed(ctx, { source, run, counts, incremental: job?.incremental ?? false }, err, Date.now() - started)
   }
-  const ended = { source, run, counts, incremental: job.incremental, digest: read.digest }
+  const ended = { source, run, counts, incremental: job.incremental, digest: read.digest, cursor: read.cursor }
   return { ...(await finish(ctx, ended, Date.now() - started)), plan: read.plan }
 }
 
