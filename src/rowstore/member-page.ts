@@ -1,7 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../context.ts'
 import { ORDER_KEY_NAMES } from '../db/schema-live.ts'
-import { loadPanelMembership, type MemberView } from './membership-plan.ts'
+import { compileMembership, type MemberView, membershipJsonColumns, membershipRecordsOf } from './membership-plan.ts'
 import { memberOrderBy, membersAfter } from './query/member-order.ts'
 import type { PreparedRows } from './query/prepare.ts'
 import { type RecordRow, type Row, recordColumns, toRow } from './query/row-shape.ts'
@@ -43,21 +43,31 @@ export async function* readRowBatches(
   else yield* rowBatches(ctx, q, options)
 }
 
-/** The page at `offset` from the members, with their stored count; undefined when they do not answer. */
+/**
+ * The page at `offset` from the members, with their stored count; undefined when they do not
+ * answer. One batch reads the panel's views and columns (to compile the view's key), the stored
+ * key and count, the time step's debt and the page, so all describe one state; the page is used
+ * only when the rest vouches for it.
+ */
 export async function readMemberPage(
   ctx: ServiceContext,
   q: PreparedRows,
   offset: number,
   limit: number,
 ): Promise<StoredPage | undefined> {
-  const view = await answeringView(ctx, q)
-  if (!view) return undefined
-  const [checked, owed, records] = await ctx.db.batch([
-    ...checkStatements(ctx, q, view),
-    ctx.db.all<RecordRow>(membersSql(q, view.id, sql`TRUE`, limit, offset)),
+  const target = q.members
+  if (!target) return undefined
+  const { tenantId, viewId } = target
+  const [panels, state, owed, records] = await ctx.db.batch([
+    ctx.db.all<PanelRead>(sql`SELECT p.cohort_rule, p.workflow, ${membershipJsonColumns(tenantId)}
+      FROM panels p WHERE p.id = ${q.panelId} AND p.tenant_id = ${tenantId} AND p.deleted_at IS NULL`),
+    stateStatement(ctx, tenantId, viewId),
+    ctx.db.all<{ owed: number }>(timeOwedSql(tenantId, q.panelId, target.at)),
+    ctx.db.all<RecordRow>(memberRowsSql(tenantId, viewId, sql`TRUE`, limit, offset)),
   ])
-  if (!holds(view, [checked, owed])) return undefined
-  return { records, total: Number(checked[0].total) }
+  const view = await compiledView(ctx, q, panels[0])
+  if (!view || !holds(view, [state, owed])) return undefined
+  return { records, total: Number(state[0].total) }
 }
 
 // --- Internal helpers ---
@@ -66,7 +76,24 @@ export async function readMemberPage(
 async function answeringView(ctx: ServiceContext, q: PreparedRows): Promise<MemberView | undefined> {
   const target = q.members
   if (!target) return undefined
-  const membership = await loadPanelMembership(ctx.db, target.tenantId, q.panelId, { at: target.at, only: target.viewId })
+  const [panel] = await ctx.db.all<PanelRead>(sql`SELECT p.cohort_rule, p.workflow, ${membershipJsonColumns(target.tenantId)}
+    FROM panels p WHERE p.id = ${q.panelId} AND p.tenant_id = ${target.tenantId} AND p.deleted_at IS NULL`)
+  return compiledView(ctx, q, panel)
+}
+
+/** The panel's row with its views and columns as JSON (membership-plan.ts `membershipJsonColumns`). */
+type PanelRead = { cohort_rule: string | null; workflow: string | null; views: string; columns: string }
+
+/** The query's view compiled from the panel read, when it is evaluated under its current key and its order fits. */
+async function compiledView(ctx: ServiceContext, q: PreparedRows, panel: PanelRead | undefined): Promise<MemberView | undefined> {
+  const target = q.members
+  if (!target || !panel) return undefined
+  const { views, columns } = membershipRecordsOf(panel)
+  const membership = await compileMembership(
+    ctx.db,
+    { tenantId: target.tenantId, panelId: q.panelId, panel, views, columns },
+    { at: target.at, only: target.viewId },
+  )
   const view = membership.views.find((v) => v.id === target.viewId)
   if (!view?.where || view.storedKey !== view.key || view.orderAt(target.at) === null) return undefined
   return view
@@ -74,19 +101,27 @@ async function answeringView(ctx: ServiceContext, q: PreparedRows): Promise<Memb
 
 type Checked = [{ key: string | null; total: number | null }[], { owed: number }[]]
 
+/** The view's stored key and count. */
+const stateStatement = (ctx: ServiceContext, tenantId: string, viewId: number) =>
+  ctx.db.all<{ key: string | null; total: number | null }>(
+    sql`SELECT membership_key AS key, member_count AS total FROM views WHERE id = ${viewId} AND tenant_id = ${tenantId}`,
+  )
+
 /** The view's stored key and count, and whether time owes its panel a step: read with what they vouch for. */
 function checkStatements(ctx: ServiceContext, q: PreparedRows, view: MemberView) {
   const target = q.members as NonNullable<PreparedRows['members']>
   return [
-    ctx.db.all<{ key: string | null; total: number | null }>(
-      sql`SELECT membership_key AS key, member_count AS total FROM views WHERE id = ${view.id} AND tenant_id = ${target.tenantId}`,
-    ),
+    stateStatement(ctx, target.tenantId, view.id),
     ctx.db.all<{ owed: number }>(view.readsTime ? timeOwedSql(target.tenantId, q.panelId, target.at) : sql`SELECT 0 AS owed`),
   ] as const
 }
 
+/** The stored key is the view's, the count is kept, and (for a view that reads time) the time step owes nothing. */
 const holds = (view: MemberView, [state, owed]: Checked): boolean =>
-  state[0] !== undefined && state[0].key === view.key && state[0].total !== null && Number(owed[0]?.owed) !== 1
+  state[0] !== undefined &&
+  state[0].key === view.key &&
+  state[0].total !== null &&
+  !(view.readsTime && Number(owed[0]?.owed) === 1)
 
 const membersSql = (q: PreparedRows, viewId: number, after: SQL, limit: number, offset = 0): SQL =>
   memberRowsSql((q.members as NonNullable<PreparedRows['members']>).tenantId, viewId, after, limit, offset)
