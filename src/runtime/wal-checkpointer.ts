@@ -67,8 +67,6 @@ export async function startCheckpointer(path: string): Promise<Checkpointer | un
     await worker.terminate()
     return undefined
   }
-  // The process may exit without stopping it (the worker holds no work that must finish).
-  worker.unref()
   worker.on('error', () => {})
   let pending: ((s: { rounds: number; copying: number }) => void)[] = []
   worker.on('message', (m: { stats?: { rounds: number; copying: number } }) => {
@@ -77,6 +75,10 @@ export async function startCheckpointer(path: string): Promise<Checkpointer | un
     pending = []
     for (const resolve of waiting) resolve(m.stats)
   })
+  // The process may exit without stopping it (the worker holds no work that must finish). After the
+  // listeners: adding a 'message' listener refs the worker's port again, and a process that never
+  // called stop() (a host that opened the database itself) would then never exit.
+  worker.unref()
   const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()))
   return {
     stats: () =>
