@@ -59,8 +59,7 @@ export async function readMemberPage(
   if (!target) return undefined
   const { tenantId, viewId } = target
   const [panels, state, owed, records] = await ctx.db.batch([
-    ctx.db.all<PanelRead>(sql`SELECT p.cohort_rule, p.workflow, ${membershipJsonColumns(tenantId)}
-      FROM panels p WHERE p.id = ${q.panelId} AND p.tenant_id = ${tenantId} AND p.deleted_at IS NULL`),
+    ctx.db.all<PanelRead>(panelReadSql(tenantId, q.panelId)),
     stateStatement(ctx, tenantId, viewId),
     ctx.db.all<{ owed: number }>(timeOwedSql(tenantId, q.panelId, target.at)),
     ctx.db.all<RecordRow>(memberRowsSql(tenantId, viewId, sql`TRUE`, limit, offset)),
@@ -76,13 +75,16 @@ export async function readMemberPage(
 async function answeringView(ctx: ServiceContext, q: PreparedRows): Promise<MemberView | undefined> {
   const target = q.members
   if (!target) return undefined
-  const [panel] = await ctx.db.all<PanelRead>(sql`SELECT p.cohort_rule, p.workflow, ${membershipJsonColumns(target.tenantId)}
-    FROM panels p WHERE p.id = ${q.panelId} AND p.tenant_id = ${target.tenantId} AND p.deleted_at IS NULL`)
+  const [panel] = await ctx.db.all<PanelRead>(panelReadSql(target.tenantId, q.panelId))
   return compiledView(ctx, q, panel)
 }
 
 /** The panel's row with its views and columns as JSON (membership-plan.ts `membershipJsonColumns`). */
 type PanelRead = { cohort_rule: string | null; workflow: string | null; views: string; columns: string }
+
+const panelReadSql = (tenantId: string, panelId: number) =>
+  sql`SELECT p.cohort_rule, p.workflow, ${membershipJsonColumns(tenantId)}
+    FROM panels p WHERE p.id = ${panelId} AND p.tenant_id = ${tenantId} AND p.deleted_at IS NULL`
 
 /** The query's view compiled from the panel read, when it is evaluated under its current key and its order fits. */
 async function compiledView(ctx: ServiceContext, q: PreparedRows, panel: PanelRead | undefined): Promise<MemberView | undefined> {
