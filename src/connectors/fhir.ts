@@ -1,5 +1,6 @@
 import { z } from 'zod'
-import { BulkConfig, bulkCursor, readBulk, resourceTypeName } from './fhir-bulk.ts'
+import { readBulk } from './fhir-bulk.ts'
+import { BulkConfig, bulkCursor, resourceTypeName } from './fhir-bulk-config.ts'
 import { Authentication } from './shared/auth.ts'
 import { httpUrl, maxPagesField, NO_CREDENTIALS_MESSAGE, requestFields, withoutCredentials } from './shared/http-config.ts'
 import type { HttpClient } from './shared/request.ts'

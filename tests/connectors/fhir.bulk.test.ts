@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import fhir, { FhirConfig } from '../../src/connectors/fhir.ts'
-import { kickOffUrl } from '../../src/connectors/fhir-bulk.ts'
+import { kickOffUrl } from '../../src/connectors/fhir-bulk-config.ts'
 import type { ConnectorContext, SourceRecord } from '../../src/connectors/types.ts'
 import { textLines } from '../../src/lib/formats/lines.ts'
 import { readAllBatches, testConnectorContext } from '../helpers/connectors.ts'

@@ -1,0 +1,90 @@
+import { z } from 'zod'
+import type { createAuthenticator } from './shared/auth.ts'
+
+/**
+ * The configuration of a `fhir` source in bulk mode and what its export is asked with
+ * (docs/connectors-fhir.md): `config.bulk`, the stored cursor of `since: "auto"`, the kick-off URL,
+ * and the shape of the completion manifest. The export itself is fhir-bulk.ts.
+ */
+
+export const resourceTypeName = z.string().regex(/^[A-Z][A-Za-z]{1,63}$/, 'must be a FHIR resource type such as "Patient"')
+
+/** `config.bulk` of a `fhir` source in bulk mode (docs/connectors-fhir.md). */
+export const BulkConfig = z
+  .object({
+    level: z.enum(['system', 'patient', 'group']),
+    groupId: z
+      .string()
+      .regex(/^[A-Za-z0-9\-.]{1,64}$/, 'must be a FHIR id (letters, digits, "-" and ".", at most 64)')
+      .optional(),
+    types: z.array(resourceTypeName).min(1).max(200).optional(),
+    /** `_typeFilter` values, each a search such as `Observation?category=vital-signs`, sent one per parameter. */
+    typeFilters: z
+      .array(z.string().regex(/^[A-Z][A-Za-z]{1,63}\?.+$/, 'must be a search such as "Observation?status=final"'))
+      .min(1)
+      .max(100)
+      .optional(),
+    /** `auto`: the next sync asks for changes since the last manifest's `transactionTime`. */
+    since: z.enum(['auto', 'none']),
+  })
+  .superRefine(
+    (b, ctx) => {
+      if (b.level === 'group' && !b.groupId)
+        ctx.addIssue({ code: 'custom', path: ['groupId'], message: 'required for level group' })
+      if (b.level !== 'group' && b.groupId) {
+        ctx.addIssue({ code: 'custom', path: ['groupId'], message: 'only for level group' })
+      }
+    },
+    { when: ({ value }) => typeof value === 'object' && value !== null },
+  )
+
+export type BulkConfig = z.infer<typeof BulkConfig>
+
+/** What the bulk read needs of the source's config. */
+export interface BulkSourceConfig {
+  baseUrl: string
+  bulk: BulkConfig
+  timeout: number
+  retryAttempts: number
+  retryDelay: number
+  authentication?: Parameters<typeof createAuthenticator>[0]
+  lastSyncValue?: unknown
+}
+
+/** One file of a manifest. */
+export interface ManifestFile {
+  type?: string
+  url: string
+}
+
+const ManifestFileSchema = z.object({ type: z.string().optional(), url: z.string().min(1) }).passthrough()
+/** The completion manifest of an export. */
+export const Manifest = z
+  .object({
+    transactionTime: z.string().min(1),
+    requiresAccessToken: z.boolean().optional(),
+    output: z.array(ManifestFileSchema),
+    deleted: z.array(ManifestFileSchema).optional(),
+    error: z.array(ManifestFileSchema).optional(),
+  })
+  .passthrough()
+export type Manifest = z.infer<typeof Manifest>
+
+/** The stored cursor of a `since: "auto"` source: the last manifest's `transactionTime`. */
+export const bulkCursor = (config: Pick<BulkSourceConfig, 'bulk' | 'lastSyncValue'>): string | undefined =>
+  config.bulk.since === 'auto' && typeof config.lastSyncValue === 'string' && config.lastSyncValue !== ''
+    ? config.lastSyncValue
+    : undefined
+
+/** The kick-off URL: level, `_type`, `_typeFilter` (one per filter) and `_since`. */
+export function kickOffUrl(config: Pick<BulkSourceConfig, 'baseUrl' | 'bulk'>, since?: string): URL {
+  const base = config.baseUrl.replace(/\/+$/, '')
+  const { bulk } = config
+  const path =
+    bulk.level === 'system' ? '$export' : bulk.level === 'patient' ? 'Patient/$export' : `Group/${bulk.groupId}/$export`
+  const url = new URL(`${base}/${path}`)
+  if (bulk.types) url.searchParams.set('_type', bulk.types.join(','))
+  for (const filter of bulk.typeFilters ?? []) url.searchParams.append('_typeFilter', filter)
+  if (since !== undefined) url.searchParams.set('_since', since)
+  return url
+}
