@@ -84,33 +84,23 @@ export async function benchClaims(
     },
     { base, owner, row, seconds, warmup, serverCpu },
   )
+  // Each user claims and releases a row of their own: as fast as answered, then at a set rate.
+  const ownRows: Omit<LoadSpec, 'name'> = {
+    connections: CLIENTS,
+    expected: ['200'],
+    kinds: ['claim', 'release'],
+    requests: (i: number) => [
+      { method: 'POST', path: `${row(own[i])}/claim`, headers: users[i], body: claimBody },
+      { method: 'POST', path: `${row(own[i])}/release`, headers: users[i], body: '{}' },
+    ],
+    rows: own,
+  }
   const distinct = await measure(
-    {
-      name: `claim + release, ${CLIENTS} users, a row each`,
-      connections: CLIENTS,
-      expected: ['200'],
-      kinds: ['claim', 'release'],
-      requests: (i) => [
-        { method: 'POST', path: `${row(own[i])}/claim`, headers: users[i], body: claimBody },
-        { method: 'POST', path: `${row(own[i])}/release`, headers: users[i], body: '{}' },
-      ],
-      rows: own,
-    },
+    { ...ownRows, name: `claim + release, ${CLIENTS} users, a row each` },
     { base, owner, row, seconds, warmup, serverCpu },
   )
   const paced = await measure(
-    {
-      name: `claim + release, ${CLIENTS} users, a row each, ${PACED_RATE} requests/s each`,
-      connections: CLIENTS,
-      rate: PACED_RATE,
-      expected: ['200'],
-      kinds: ['claim', 'release'],
-      requests: (i) => [
-        { method: 'POST', path: `${row(own[i])}/claim`, headers: users[i], body: claimBody },
-        { method: 'POST', path: `${row(own[i])}/release`, headers: users[i], body: '{}' },
-      ],
-      rows: own,
-    },
+    { ...ownRows, name: `claim + release, ${CLIENTS} users, a row each, ${PACED_RATE} requests/s each`, rate: PACED_RATE },
     { base, owner, row, seconds, warmup, serverCpu },
   )
   const shared = rowIds[CLIENTS]
