@@ -4,6 +4,7 @@ import { apiGuard } from './http/api-guard.ts'
 import { type AppEnv, type MakeDeps, mountPath } from './http/context.ts'
 import { mountDocs } from './http/docs-assets.ts'
 import { defaultHook, notFound, onError } from './http/errors.ts'
+import { fhirGuard } from './http/fhir-guard.ts'
 import { requestFrame } from './http/frame.ts'
 import { OPENAPI_INFO } from './http/openapi-info.ts'
 import { auditRouter } from './modules/audit/audit.routes.ts'
@@ -12,6 +13,7 @@ import { columnsRouter } from './modules/columns/columns.routes.ts'
 import { datasourcesRouter } from './modules/datasources/datasources.routes.ts'
 import { webhooksRouter } from './modules/datasources/webhooks.routes.ts'
 import { eventsRouter } from './modules/events/events.routes.ts'
+import { fhirRouter } from './modules/fhir/fhir.routes.ts'
 import { formulasRouter } from './modules/formulas/formulas.routes.ts'
 import { healthRouter } from './modules/health/health.routes.ts'
 import { notificationsRouter } from './modules/notifications/notifications.routes.ts'
@@ -37,6 +39,8 @@ export function createApp(makeDeps: MakeDeps) {
   // request (id, deps, response headers, CORS, access log) and the guard of /api (auth, limits, body).
   app.use('*', requestFrame(makeDeps))
   app.use('/api/*', apiGuard())
+  // The FHIR face: the same token, limits and body checks; its errors are OperationOutcomes.
+  app.use('/fhir/*', fhirGuard())
 
   app.onError(onError)
   app.notFound(notFound)
@@ -61,6 +65,7 @@ export function createApp(makeDeps: MakeDeps) {
   app.route('/api', eventsRouter)
   app.route('/api', panelViewDefinitionRouter)
   app.route('/api', subscriptionsRouter)
+  app.route('/fhir', fhirRouter)
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'Bearer', {
     type: 'http',

@@ -68,6 +68,15 @@ const ConfigSchema = z
     EVENTS_PING_INTERVAL_MS: int(15_000, 50, 3_600_000),
     WEBHOOK_DISABLE_AFTER: int(20, 1, 10_000),
     WEBHOOK_TIMEOUT_MS: int(10_000, 100, 120_000),
+    PUBLIC_BASE_URL: z
+      .string()
+      .regex(
+        /^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/,
+        'expected an http(s) origin with an optional path, e.g. https://panels.example.org',
+      )
+      .optional()
+      .transform((v) => v?.replace(/\/+$/, '')),
+    EXPORT_TTL_HOURS: int(24, 1, 8760),
   })
   .superRefine(
     (env, ctx) => {
@@ -123,6 +132,13 @@ export interface Config {
   redisUrl?: string
   cacheTtlSeconds: number
   filesDir: string
+  /**
+   * The address other servers reach this service at (no trailing slash): FHIR Subscriptions'
+   * notification URLs and the backport topic's canonical. Undefined when not configured.
+   */
+  publicBaseUrl?: string
+  /** Hours an async export's files (`$viewdefinition-export`) are kept before they are removed. */
+  exportTtlHours: number
   /** Largest file `PUT /api/datasources/{id}/file` accepts (413 beyond). */
   uploadMaxBytes: number
   /** Limits of one `POST /api/panels/{id}/import`: its file (or JSON body) in bytes, and its rows. */
@@ -195,6 +211,8 @@ export function parseConfig(env: EnvRecord): Config {
     redisUrl: e.REDIS_URL,
     cacheTtlSeconds: e.CACHE_TTL_SECONDS,
     filesDir: e.FILES_DIR,
+    publicBaseUrl: e.PUBLIC_BASE_URL,
+    exportTtlHours: e.EXPORT_TTL_HOURS,
     uploadMaxBytes: e.UPLOAD_MAX_BYTES,
     importLimits: { maxBytes: e.IMPORT_MAX_BYTES, maxRows: e.IMPORT_MAX_ROWS },
     encryptionKey: e.ENCRYPTION_KEY,

@@ -31,6 +31,8 @@ describe('parseConfig defaults', () => {
       redisUrl: undefined,
       cacheTtlSeconds: 3600,
       filesDir: './data/files',
+      publicBaseUrl: undefined,
+      exportTtlHours: 24,
       uploadMaxBytes: 100 * 1024 * 1024,
       importLimits: { maxBytes: 20 * 1024 * 1024, maxRows: 200_000 },
       encryptionKey: undefined,
@@ -113,6 +115,14 @@ describe('parseConfig defaults', () => {
   })
 })
 
+describe('PUBLIC_BASE_URL', () => {
+  it('drops a trailing slash and keeps a path', () => {
+    expect(parseConfig({ PUBLIC_BASE_URL: 'https://panels.example.org/svc/' }).publicBaseUrl).toBe(
+      'https://panels.example.org/svc',
+    )
+  })
+})
+
 describe('parseConfig invalid variables', () => {
   it.each([
     ['PORT', 'abc'],
@@ -131,6 +141,9 @@ describe('parseConfig invalid variables', () => {
     ['RATE_LIMIT_VIEWS', '0/60'],
     ['WEBHOOK_DISABLE_AFTER', '0'],
     ['WEBHOOK_TIMEOUT_MS', '50'],
+    ['PUBLIC_BASE_URL', 'panels.example.org'],
+    ['PUBLIC_BASE_URL', 'https://panels.example.org/?x=1'],
+    ['EXPORT_TTL_HOURS', '0'],
   ])('names %s=%s in ConfigError.issues', (variable, value) => {
     expect(badVariables({ [variable]: value })).toEqual([variable])
   })

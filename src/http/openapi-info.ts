@@ -66,6 +66,11 @@ export const OPENAPI_TAGS: { name: string; description: string }[] = [
     description:
       "Outbound webhooks: the service posts the change feed's events to your URL, signed, in order, retried until delivered.",
   },
+  {
+    name: 'FHIR',
+    description:
+      'The FHIR R4 face under `/fhir`: patient lists as `Group`, view membership as a Subscriptions-backport topic. Answers and errors are `application/fhir+json`; errors are `OperationOutcome`.',
+  },
   { name: 'Health', description: 'Liveness and readiness of the service, its database and cache. No token.' },
 ]
 

@@ -38,14 +38,18 @@ export function setResponseHeader(c: Context, name: string, value: string) {
   ;(c.get('responseHeaders') as HeaderRecord)[name.toLowerCase()] = value
 }
 
-/** A JSON answer carrying the request's prepared headers, typed like `c.json` for the routes. */
+/**
+ * A JSON answer carrying the request's prepared headers, typed like `c.json` for the routes.
+ * `mediaType` names a JSON flavour (the /fhir face answers `application/fhir+json`).
+ */
 export function sendJson<T extends JSONValue | object | InvalidJSONValue, U extends ContentfulStatusCode>(
   c: Context,
   body: T,
   status: U,
+  mediaType = 'application/json',
 ): Response & TypedResponse<JSONParsed<T>, U, 'json'> {
   const headers = c.get('responseHeaders') as HeaderRecord
-  headers['content-type'] = 'application/json'
+  headers['content-type'] = mediaType
   const res = new Response(JSON.stringify(body), { status, headers })
   prepared.add(res)
   return res as Response & TypedResponse<JSONParsed<T>, U, 'json'>
