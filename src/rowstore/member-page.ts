@@ -39,7 +39,7 @@ export async function* readRowBatches(
 ): AsyncGenerator<Row[]> {
   const view = await answeringView(ctx, q)
   const checked = view ? ((await ctx.db.batch(checkStatements(ctx, q, view))) as Checked) : undefined
-  if (view && checked && holds(view, checked)) yield* memberBatches(ctx, q, view.id, options)
+  if (view && checked && holds(view, checked)) yield* memberBatches(ctx, q, view, options)
   else yield* rowBatches(ctx, q, options)
 }
 
@@ -143,24 +143,63 @@ export const memberRowsSql = (tenantId: string, viewId: number, after: SQL, limi
   WHERE x.tenant_id = ${tenantId}
   ORDER BY p.n`
 
-/** Batches of the members in the view's order, each starting after the last member of the one before. */
+/**
+ * The members after `after` in the view's order, `limit` of them, each as the row the view shows
+ * (`view_members.row`, kept by every write: membership.ts `rowJson`), read from the members alone.
+ */
+export const memberShownRowsSql = (viewId: number, after: SQL, limit: number): SQL => sql`
+  SELECT m.row, ${sql.raw(ORDER_KEY_NAMES.map((k) => `m.${k}`).join(', '))}, m.row_id AS member_row_id
+  FROM view_members m WHERE m.view_id = ${viewId} AND ${after}
+  ORDER BY ${sql.raw(memberOrderBy('m'))} LIMIT ${limit}`
+
+/**
+ * The stored member rows are the rows asked for when the query shows exactly the view's shape
+ * (the same columns, in the same order) and no virtual column: a work column is computed when the
+ * row is read (time changes `_overdue`), so a view that shows one reads its records.
+ */
+function showsStoredRows(q: PreparedRows, view: MemberView): boolean {
+  const shown = (JSON.parse(view.shape) as [string, string | number][]).slice(STORED_ROW_PREFIX)
+  return (
+    shown.length === q.visible.length &&
+    q.visible.every((c, i) => !c.virtual && shown[i][0] === c.name && shown[i][1] === c.id)
+  )
+}
+
+/** The fixed entries that begin a member row's shape: `_id`, `_key`, `_source`, `_errors`. */
+const STORED_ROW_PREFIX = 4
+
+/** A stored member row as the API answers a row (row-shape.ts `toRow`): `_errors` only when there are some. */
+function storedRow(text: string): Row {
+  const row = JSON.parse(text) as Row
+  if (Array.isArray(row._errors) && row._errors.length === 0) delete row._errors
+  return row
+}
+
+/**
+ * Batches of the members in the view's order, each starting after the last member of the one
+ * before: the rows as the members store them when they are the rows asked for (`showsStoredRows`:
+ * an export then reads no record at all, whatever the view's sort), else the members' records.
+ */
 async function* memberBatches(
   ctx: ServiceContext,
   q: PreparedRows,
-  viewId: number,
+  view: MemberView,
   options: RowBatchOptions,
 ): AsyncGenerator<Row[]> {
   const size = Math.max(1, Math.min(options.batchSize ?? 1000, 10_000))
+  const stored = showsStoredRows(q, view)
   let left = options.maxRows ?? Number.POSITIVE_INFINITY
   let after: SQL = sql`TRUE`
   while (left > 0) {
     const n = Math.min(size, left)
-    const records = await ctx.db.all<RecordRow & Record<string, unknown>>(membersSql(q, viewId, after, n))
-    if (records.length === 0) return
-    yield records.map((r) => toRow(r, q.visible))
-    left -= records.length
-    if (records.length < n) return
-    const last = records[records.length - 1]
+    const members = stored
+      ? await ctx.db.all<{ row: string } & Record<string, unknown>>(memberShownRowsSql(view.id, after, n))
+      : await ctx.db.all<RecordRow & Record<string, unknown>>(membersSql(q, view.id, after, n))
+    if (members.length === 0) return
+    yield stored ? members.map((m) => storedRow(m.row as string)) : members.map((r) => toRow(r as RecordRow, q.visible))
+    left -= members.length
+    if (members.length < n) return
+    const last = members[members.length - 1]
     after = membersAfter([...ORDER_KEY_NAMES.map((k) => last[k]), last.member_row_id])
   }
 }

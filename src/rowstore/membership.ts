@@ -93,16 +93,22 @@ export function resetStatements(
   const order = view.orderAt(write.at) ?? NO_ORDER
   const statements = [
     sql`DELETE FROM view_members WHERE view_id = ${view.id} AND ${unchanged}`,
-    // The sort values read once per row (t), then the order keys computed from them (member-order.ts).
+    // The sort values read once per row (t), then the order keys computed from them (k, member-order.ts).
+    // k is sorted in the view's order (small rows: ids and keys), and the members are inserted as k
+    // lists them, so their rows lie in the table as the view reads them: an export walks them page
+    // after page (moves since the evaluation scatter a few). Only where rows lie depends on it.
     sql`WITH t AS MATERIALIZED (
-        SELECT r.id ${memberValueColumns(order)}
+        SELECT r.id, r.row_id AS rid ${memberValueColumns(order)}
         FROM records r JOIN data_sources s ON s.id = r.data_source_id AND s.tenant_id = ${membership.tenantId}
         WHERE r.tenant_id = ${membership.tenantId} AND r.panel_id = ${sql.raw(String(membership.panelId))}
-          AND r.generation = s.current_generation AND ${unchanged} AND ${view.whereAt(write.at)})
+          AND r.generation = s.current_generation AND ${unchanged} AND ${view.whereAt(write.at)}),
+      k AS MATERIALIZED (
+        SELECT t.id, ${memberKeyValues(order.keys(valueNames('t')))}
+        FROM t ORDER BY ${sql.raw(memberKeyColumns((c) => `${c} COLLATE NOCASE`))}, t.rid)
       INSERT INTO view_members (view_id, data_source_id, key, tenant_id, panel_id, row_id, row, ${sql.raw(memberKeyColumns())})
       SELECT ${view.id}, r.data_source_id, r.key, r.tenant_id, r.panel_id, r.row_id, ${rowJson(view, write.at)},
-        ${memberKeyValues(order.keys(valueNames('t')))}
-      FROM t JOIN records r ON r.id = t.id`,
+        ${sql.raw(memberKeyColumns((c) => `k.${c}`))}
+      FROM k JOIN records r ON r.id = k.id`,
     // The total a page answers, counted once here and kept by every move after (memberUpdateStatements).
     sql`UPDATE views SET member_count = (SELECT count(*) FROM view_members WHERE view_id = ${view.id})
       WHERE id = ${view.id} AND membership_key IS ${view.storedKey}`,
