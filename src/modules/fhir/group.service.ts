@@ -164,10 +164,10 @@ async function patientColumnOf(ctx: ServiceContext, panelId: number) {
  * The Group read: its first MEMBER_INLINE_CAP rows. A longer list is answered with those, tagged
  * SUBSETTED, and the `members-next-page` extension giving the `$getpage` URL of the next rows.
  */
-export async function readGroup(ctx: ServiceContext, viewId: number, base: string): Promise<FhirGroup> {
-  const page = await readGroupPage(ctx, viewId, 0, MEMBER_INLINE_CAP, base)
+export async function readGroup(ctx: ServiceContext, viewId: number, base: string, cap = MEMBER_INLINE_CAP): Promise<FhirGroup> {
+  const page = await readGroupPage(ctx, viewId, 0, cap, base)
   if (page.answered >= page.total) return page.group
-  const next = getPageUrl(base, viewId, page.answered, MEMBER_INLINE_CAP)
+  const next = getPageUrl(base, viewId, page.answered, cap)
   return {
     ...page.group,
     meta: { ...page.group.meta, tag: [SUBSETTED] },
