@@ -11,6 +11,7 @@ export const FHIR_JSON = 'application/fhir+json'
 function issueCode(err: AppError): string {
   switch (err.status) {
     case 400:
+      if (err.code === 'TOO_COSTLY') return 'too-costly'
       return err.code === 'INVALID_JSON' ? 'structure' : 'invalid'
     case 401:
       return 'login'

@@ -70,10 +70,10 @@ describe('MedplumClient over /fhir', () => {
     let url: string | undefined = `${medplum.fhirUrl('Group', String(viewId), '$getpage').toString()}?offset=0&count=3`
     let pages = 0
     while (url) {
-      const bundle: unknown = await medplum.get(url)
+      const page: unknown = await medplum.get(url)
       pages++
-      seen.push(...(evaluate(bundle, 'Bundle.entry.resource.member.entity.reference') as string[]))
-      url = (evaluate(bundle, "Bundle.link.where(relation = 'next').url") as string[])[0]
+      seen.push(...(evaluate(page, 'Group.member.entity.reference') as string[]))
+      url = (evaluate(page, "Group.extension.where(url.endsWith('/members-next-page')).value") as string[])[0]
     }
     expect(pages).toBe(3)
     expect(seen).toEqual(Array.from({ length: 7 }, (_, i) => `Patient/m${7 - i}`))
@@ -84,7 +84,8 @@ describe('MedplumClient over /fhir', () => {
         { name: 'count', valueInteger: 5 },
       ],
     })
-    expect(evaluate(posted, 'Bundle.entry.resource.member.entity.reference')).toEqual(['Patient/m2', 'Patient/m1'])
+    expect(evaluate(posted, 'Group.member.entity.reference')).toEqual(['Patient/m2', 'Patient/m1'])
+    expect(evaluate(posted, "Group.meta.tag.where(code = 'SUBSETTED').exists()")).toEqual([true])
   })
 
   it('gets an OperationOutcome error for a Group of another tenant', async () => {

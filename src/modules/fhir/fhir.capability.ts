@@ -22,6 +22,7 @@ const GROUP: CapabilityResource = {
       type: 'string',
       documentation: 'Starts with, case- and accent-insensitive; :exact and :contains too',
     },
+    { name: 'type', type: 'token', documentation: 'person: every list (each is a Group of type person)' },
     { name: '_summary', type: 'token', documentation: 'true (the form searches answer: no members) or count' },
     { name: '_count', type: 'number', documentation: 'Groups per page: 50 by default, at most 1000' },
     { name: '_offset', type: 'number', documentation: 'Paging: the Groups skipped (the next/previous links carry it)' },
@@ -29,9 +30,9 @@ const GROUP: CapabilityResource = {
   operation: [
     {
       name: 'getpage',
-      definition: 'http://hl7.org/fhir/OperationDefinition/Group-getpage',
+      definition: 'http://www.fhir.org/guides/argonaut/patient-list/OperationDefinition/getpage',
       documentation:
-        'A page of the members: offset and count (GET query or POST Parameters), a collection Bundle with next/previous links',
+        'Argonaut Patient Lists: offset and count (GET query or POST Parameters); the Group with that page of members, the next and previous pages as extensions',
     },
   ],
 }

@@ -1,11 +1,11 @@
 import type { ServiceContext } from '../../context.ts'
 import { type FieldIssue, invalid, notFound } from '../../errors.ts'
 import type { GroupSearch } from './group.search.ts'
-import { type GroupPage, getPageUrl, MEMBER_INLINE_CAP, PAGE_COUNT_DEFAULT, searchGroups } from './group.service.ts'
+import { MEMBER_INLINE_CAP, PAGE_COUNT_DEFAULT, searchGroups } from './group.service.ts'
 
 /**
  * The Bundles the Group routes answer (docs/fhir.md "Patient lists"): the search's `searchset` with
- * `total` and its self/next/previous links, and `$getpage`'s `collection` holding one Group page.
+ * `total` and its self/next/previous links.
  */
 
 const ID = /^[1-9]\d{0,15}$/
@@ -62,21 +62,5 @@ export async function groupSearchBundle(ctx: ServiceContext, search: GroupSearch
     ...(groups.length > 0
       ? { entry: groups.map((g) => ({ fullUrl: `${base}/Group/${g.id}`, resource: g, search: { mode: 'match' } })) }
       : {}),
-  }
-}
-
-/** `$getpage`'s answer: a collection Bundle holding the Group page, with self/next/previous links. */
-export function getPageBundle(page: GroupPage, base: string) {
-  const id = Number(page.group.id)
-  const link = [{ relation: 'self', url: getPageUrl(base, id, page.offset, page.count) }]
-  if (page.offset + page.count < page.total)
-    link.push({ relation: 'next', url: getPageUrl(base, id, page.offset + page.count, page.count) })
-  if (page.offset > 0)
-    link.push({ relation: 'previous', url: getPageUrl(base, id, Math.max(0, page.offset - page.count), page.count) })
-  return {
-    resourceType: 'Bundle',
-    type: 'collection',
-    link,
-    entry: [{ fullUrl: `${base}/Group/${page.group.id}`, resource: page.group }],
   }
 }

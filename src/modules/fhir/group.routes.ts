@@ -7,9 +7,9 @@ import { bearer, createRouter } from '../../http/router.ts'
 import { auditAccess } from '../audit/audit.record.ts'
 import { fhirBase } from './fhir.base.ts'
 import { fhirResource } from './fhir.resource.ts'
-import { getPageBundle, groupSearchBundle, pageParams, viewIdOf } from './group.answers.ts'
+import { groupSearchBundle, pageParams, viewIdOf } from './group.answers.ts'
 import { parseGroupSearch, strictHandling } from './group.search.ts'
-import { MEMBER_INLINE_CAP, readGroup, readGroupPage } from './group.service.ts'
+import { getPageGroup, MEMBER_INLINE_CAP, readGroup, readGroupPage } from './group.service.ts'
 
 const tags = ['FHIR']
 
@@ -21,7 +21,7 @@ const searchRoute = createRoute({
   description:
     'The views the caller may read (as `GET /api/views` lists them) as `Group` resources without members (tagged SUBSETTED), in view id order. ' +
     'Parameters: `name` (starts with, case- and accent-insensitive; `name:exact`, `name:contains`; commas OR, repeats AND), ' +
-    '`_summary=true` (the default form) or `_summary=count` (the total only), `_count` (default 50, at most 1000), `_offset`. ' +
+    '`type` (`person`: every list), `_summary=true` (the default form) or `_summary=count` (the total only), `_count` (default 50, at most 1000), `_offset`. ' +
     'Unknown parameters are ignored, or refused with 400 under `Prefer: handling=strict`.',
   security: bearer,
   responses: { 200: fhirResource('A searchset Bundle of Groups', 'Bundle') },
@@ -32,7 +32,7 @@ const readRoute = createRoute({
   path: '/Group/{id}',
   tags,
   summary: 'Read a patient list (Group) with its members',
-  description: `The view's rows as members \`{ entity: { reference: "Patient/<id>" } }\`, in the view's order; rows without a patient under the \`row-without-patient\` extension. At most ${MEMBER_INLINE_CAP} rows inline; past them the Group is tagged SUBSETTED and its \`members-next-page\` extension gives the \`$getpage\` URL of the rest. Sharing rules, \`X-View-Password\` and the read audit as for \`GET /api/views/{id}/rows\`.`,
+  description: `The view's rows as members \`{ entity: { reference: "Patient/<id>" } }\`, in the view's order; rows without a patient under the \`row-without-patient\` extension. A list of more than ${MEMBER_INLINE_CAP} rows is not answered in part: a 400 \`too-costly\` OperationOutcome gives the \`$getpage\` URL of its first page. Sharing rules, \`X-View-Password\` and the read audit as for \`GET /api/views/{id}/rows\`.`,
   security: bearer,
   middleware: auditAccess('read', 'view'),
   request: { params: z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' }, example: '1' }) }) },
@@ -40,7 +40,7 @@ const readRoute = createRoute({
 })
 
 const pageDescription =
-  "A page of the list (Argonaut Patient Lists): `offset` (default 0) and `count` (default 1000, at most 10000) rows in the view's order, as a `collection` Bundle holding the Group with that page's members, with `link` self, next and previous. The sharing rules and the read audit apply as for the read."
+  "A page of the list (Argonaut Patient Lists): `offset` (default 0) and `count` (default 1000, at most 10000) rows in the view's order, as the Group with that page's members (tagged SUBSETTED unless the page is the whole list); the extensions `members-next-page` and `members-previous-page` give the URLs of the pages around it. The sharing rules and the read audit apply as for the read."
 
 const getPageRoute = createRoute({
   method: 'get',
@@ -51,7 +51,7 @@ const getPageRoute = createRoute({
   security: bearer,
   middleware: auditAccess('read', 'view'),
   request: { params: z.object({ id: z.string().openapi({ param: { name: 'id', in: 'path' }, example: '1' }) }) },
-  responses: { 200: fhirResource('A Bundle holding the Group page', 'Bundle') },
+  responses: { 200: fhirResource('The Group with the page of its members', 'Group') },
 })
 
 const PageParameters = z
@@ -77,7 +77,7 @@ const postPageRoute = createRoute({
       content: { 'application/fhir+json': { schema: PageParameters }, 'application/json': { schema: PageParameters } },
     },
   },
-  responses: { 200: fhirResource('A Bundle holding the Group page', 'Bundle') },
+  responses: { 200: fhirResource('The Group with the page of its members', 'Group') },
 })
 
 const queryPairs = (c: Context<AppEnv>): [string, string][] => [...new URL(c.req.url).searchParams.entries()]
@@ -96,7 +96,7 @@ export const groupRouter = createRouter()
     const id = viewIdOf(ctx, c.req.valid('param').id)
     const { offset, count } = pageParams(queryPairs(c))
     const base = fhirBase(c)
-    return sendFhir(c, getPageBundle(await readGroupPage(ctx, id, offset, count, base), base), 200)
+    return sendFhir(c, getPageGroup(await readGroupPage(ctx, id, offset, count, base), base), 200)
   })
   .openapi(postPageRoute, async (c) => {
     const ctx = ctxOf(c)
@@ -107,5 +107,5 @@ export const groupRouter = createRouter()
       : queryPairs(c)
     const { offset, count } = pageParams(given)
     const base = fhirBase(c)
-    return sendFhir(c, getPageBundle(await readGroupPage(ctx, id, offset, count, base), base), 200)
+    return sendFhir(c, getPageGroup(await readGroupPage(ctx, id, offset, count, base), base), 200)
   })

@@ -17,6 +17,8 @@ export interface GroupSearch {
   countOnly: boolean
   /** Every criterion must hold (repeated parameters AND); a criterion holds when one of its values matches (commas OR). */
   names: { match: NameMatch; values: string[] }[]
+  /** False when a `type` criterion names no `person`: every list is a person Group, so none matches. */
+  typeMatches: boolean
   count: number
   offset: number
   /** The parameters applied, as they go into the `self` link. */
@@ -68,7 +70,14 @@ function wholeNumber(name: string, raw: string, issues: FieldIssue[]): number | 
 /** Reads the query of a Group search; throws a 400 naming each refused parameter. */
 export function parseGroupSearch(params: [string, string][], strict: boolean): GroupSearch {
   const issues: FieldIssue[] = []
-  const search: GroupSearch = { countOnly: false, names: [], count: GROUP_COUNT_DEFAULT, offset: 0, applied: [] }
+  const search: GroupSearch = {
+    countOnly: false,
+    names: [],
+    typeMatches: true,
+    count: GROUP_COUNT_DEFAULT,
+    offset: 0,
+    applied: [],
+  }
   const unknown: string[] = []
   for (const [name, value] of params) {
     if (name in NAME_PARAMS) {
@@ -78,6 +87,14 @@ export function parseGroupSearch(params: [string, string][], strict: boolean): G
         continue
       }
       search.names.push({ match: NAME_PARAMS[name], values })
+      search.applied.push([name, value])
+    } else if (name === 'type') {
+      const values = splitValues(value)
+      if (values.length === 0) {
+        issues.push({ path: name, message: 'needs a value' })
+        continue
+      }
+      if (!values.some(isPersonToken)) search.typeMatches = false
       search.applied.push([name, value])
     } else if (name === '_summary') {
       if (!SUMMARY_VALUES.includes(value)) {
@@ -108,6 +125,16 @@ export function parseGroupSearch(params: [string, string][], strict: boolean): G
     throw invalid(issues, `Invalid Group search: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`)
   }
   return search
+}
+
+const GROUP_TYPE = 'http://hl7.org/fhir/group-type'
+
+/** A token value naming the group type `person`: `person`, `|person` or `<group-type system>|person`. */
+function isPersonToken(value: string): boolean {
+  const bar = value.indexOf('|')
+  if (bar === -1) return value === 'person'
+  const system = value.slice(0, bar)
+  return value.slice(bar + 1) === 'person' && (system === '' || system === GROUP_TYPE)
 }
 
 /**

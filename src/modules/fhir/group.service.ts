@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
+import { tooCostly } from '../../errors.ts'
 import { readRowsPage } from '../../rowstore/member-page.ts'
 import { loadPanelColumns } from '../../rowstore/query/columns.ts'
 import { loadWorkflow } from '../../rowstore/workflow.ts'
@@ -18,7 +19,7 @@ import { type GroupSearch, nameMatches } from './group.search.ts'
  * password and the read audit are those of `GET /api/views/{id}/rows`.
  */
 
-/** Members a Group read inlines; past it the read points at `$getpage` for the rest. */
+/** Rows a Group read answers at most; a longer list is read with `$getpage`. */
 export const MEMBER_INLINE_CAP = 10_000
 /** Members of a `$getpage` page by default, and at most (the read's cap). */
 export const PAGE_COUNT_DEFAULT = 1000
@@ -27,8 +28,10 @@ export const PAGE_COUNT_DEFAULT = 1000
 export const EXTENSION = {
   /** A row of the list without a patient: sub-extensions `key` (valueString) and `row` (valueInteger, the row's `_id`). */
   rowWithoutPatient: 'row-without-patient',
-  /** On a Group read that inlines fewer members than it has: the `$getpage` URL of the next ones (valueUrl). */
+  /** On a `$getpage` Group: the `$getpage` URL of the next page (valueUrl), while rows follow. */
   nextMembers: 'members-next-page',
+  /** On a `$getpage` Group past the first page: the `$getpage` URL of the previous page (valueUrl). */
+  previousMembers: 'members-previous-page',
 } as const
 
 export const extensionUrl = (base: string, name: string) => `${base}/StructureDefinition/${name}`
@@ -63,7 +66,9 @@ export interface GroupMatches {
  */
 export async function searchGroups(ctx: ServiceContext, search: GroupSearch): Promise<GroupMatches> {
   const { views } = await listViews(ctx, {})
-  const matched = views.filter((v) => search.names.every((n) => nameMatches(v.name, n))).sort((a, b) => a.id - b.id)
+  const matched = search.typeMatches
+    ? views.filter((v) => search.names.every((n) => nameMatches(v.name, n))).sort((a, b) => a.id - b.id)
+    : []
   const page = search.countOnly ? [] : matched.slice(search.offset, search.offset + search.count)
   if (page.length === 0) return { total: matched.length, groups: [] }
   const counts = await ctx.db.all<{ id: number; member_count: number | null }>(
@@ -161,17 +166,46 @@ async function patientColumnOf(ctx: ServiceContext, panelId: number) {
 }
 
 /**
- * The Group read: its first MEMBER_INLINE_CAP rows. A longer list is answered with those, tagged
- * SUBSETTED, and the `members-next-page` extension giving the `$getpage` URL of the next rows.
+ * The Group read: the whole list, when it has at most `cap` rows (MEMBER_INLINE_CAP). A longer one
+ * is not answered in part (Argonaut Patient Lists: a read SHOULD NOT answer a first page): it is a
+ * 400 `too-costly` naming the list's size and the `$getpage` URL of its first page.
  */
 export async function readGroup(ctx: ServiceContext, viewId: number, base: string, cap = MEMBER_INLINE_CAP): Promise<FhirGroup> {
   const page = await readGroupPage(ctx, viewId, 0, cap, base)
   if (page.answered >= page.total) return page.group
-  const next = getPageUrl(base, viewId, page.answered, cap)
+  const first = getPageUrl(base, viewId, 0, cap)
+  throw tooCostly(
+    `Group ${viewId} has ${page.total} rows, more than the ${cap} a read answers: page it with $getpage (${first})`,
+    { quantity: page.total, getpage: first },
+  )
+}
+
+/**
+ * A `$getpage` answer (Argonaut Patient Lists: the operation returns the Group): the page's Group,
+ * tagged SUBSETTED unless the page holds the whole list, with the `$getpage` URLs of the next and
+ * previous pages as extensions (a Group has no `link`).
+ */
+export function getPageGroup(page: GroupPage, base: string): FhirGroup {
+  const id = Number(page.group.id)
+  const links: { url: string; valueUrl: string }[] = []
+  if (page.offset + page.count < page.total) {
+    links.push({
+      url: extensionUrl(base, EXTENSION.nextMembers),
+      valueUrl: getPageUrl(base, id, page.offset + page.count, page.count),
+    })
+  }
+  if (page.offset > 0) {
+    links.push({
+      url: extensionUrl(base, EXTENSION.previousMembers),
+      valueUrl: getPageUrl(base, id, Math.max(0, page.offset - page.count), page.count),
+    })
+  }
+  const whole = page.offset === 0 && page.answered >= page.total
+  const extension = [...(page.group.extension ?? []), ...links]
   return {
     ...page.group,
-    meta: { ...page.group.meta, tag: [SUBSETTED] },
-    extension: [...(page.group.extension ?? []), { url: extensionUrl(base, EXTENSION.nextMembers), valueUrl: next }],
+    meta: whole ? page.group.meta : { ...page.group.meta, tag: [SUBSETTED] },
+    ...(extension.length > 0 ? { extension } : {}),
   }
 }
 

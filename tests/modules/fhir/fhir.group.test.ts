@@ -43,6 +43,10 @@ const withoutPatient = (group: { extension?: { url: string; extension?: { url: s
     .filter((e) => e.url.endsWith('/fhir/StructureDefinition/row-without-patient'))
     .map((e) => e.extension?.find((x) => x.url === 'key')?.valueString)
 
+/** The `$getpage` URL of the next or previous page a Group names in its extensions. */
+const pageLink = (group: { extension?: { url: string; valueUrl?: string }[] }, which: 'next' | 'previous') =>
+  group.extension?.find((e) => e.url.endsWith(`/fhir/StructureDefinition/members-${which}-page`))?.valueUrl
+
 async function accessRecords() {
   const res = await w.t.client.execute('SELECT * FROM access_records ORDER BY id')
   return res.rows.map((r) => ({
@@ -111,6 +115,17 @@ describe('GET /fhir/Group', () => {
     expect(await names('name:exact=Diabetes%20follow-up')).toEqual(['Diabetes follow-up'])
     expect(await names('name=card,diab')).toEqual(['Diabetes follow-up', 'Cardiology review'])
     expect(await names('name=card&name:contains=review')).toEqual(['Cardiology review'])
+  })
+
+  it('answers the Argonaut discovery search, type=person with _summary=true; other types match nothing', async () => {
+    const found = await w.alice.get('/fhir/Group?_summary=true&type=person')
+    expect(found.body.total).toBe(2)
+    expect((await w.alice.get('/fhir/Group?type=http://hl7.org/fhir/group-type|person')).body.total).toBe(2)
+    expect((await w.alice.get('/fhir/Group?type=device,person')).body.total).toBe(2)
+    const none = await w.alice.get('/fhir/Group?type=medication')
+    expect(none.status).toBe(200)
+    expect(none.body.total).toBe(0)
+    expect(none.body.entry).toBeUndefined()
   })
 
   it('counts only with _summary=count, and answers _summary=true as the default form', async () => {
@@ -292,23 +307,30 @@ describe('GET /fhir/Group/{id}', () => {
 })
 
 describe('GET|POST /fhir/Group/{id}/$getpage', () => {
-  it('answers a page of the members in a collection Bundle with next and previous links', async () => {
+  it('answers the Group with a page of its members, SUBSETTED, the pages around it as extensions', async () => {
     const res = await w.alice.get(`/fhir/Group/${cardioId}/$getpage?offset=0&count=4`)
     expect(res.status).toBe(200)
-    expect(res.body).toMatchObject({ resourceType: 'Bundle', type: 'collection' })
-    const page = res.body.entry[0].resource
-    expect(page).toMatchObject({ resourceType: 'Group', id: String(cardioId), quantity: 6 })
+    expect(res.headers.get('content-type')).toBe('application/fhir+json')
+    const page = res.body
+    expect(page).toMatchObject({ resourceType: 'Group', id: String(cardioId), type: 'person', actual: true, quantity: 6 })
+    expect(page.meta.tag).toEqual([expect.objectContaining({ code: 'SUBSETTED' })])
     expect((page.member?.length ?? 0) + withoutPatient(page).length).toBe(4)
-    const next = res.body.link.find((l: { relation: string }) => l.relation === 'next').url
+    expect(pageLink(page, 'previous')).toBeUndefined()
+    const next = pageLink(page, 'next') as string
     expect(next).toMatch(new RegExp(`/fhir/Group/${cardioId}/\\$getpage\\?offset=4&count=4$`))
-    const rest = await w.alice.get(new URL(next).pathname + new URL(next).search)
-    const last = rest.body.entry[0].resource
+    const last = (await w.alice.get(new URL(next).pathname + new URL(next).search)).body
     expect((last.member?.length ?? 0) + withoutPatient(last).length).toBe(2)
-    expect(rest.body.link.map((l: { relation: string }) => l.relation)).toEqual(['self', 'previous'])
+    expect(pageLink(last, 'next')).toBeUndefined()
+    expect(pageLink(last, 'previous')).toMatch(/\$getpage\?offset=0&count=4$/)
     // The pages together are the read's rows, in its order.
     const whole = (await w.alice.get(`/fhir/Group/${cardioId}`)).body
+    expect(whole.meta.tag).toBeUndefined()
     expect([...references(page), ...references(last)]).toEqual(references(whole))
     expect([...withoutPatient(page), ...withoutPatient(last)]).toEqual(withoutPatient(whole))
+    // A page that holds the whole list is no subset.
+    const all = (await w.alice.get(`/fhir/Group/${cardioId}/$getpage`)).body
+    expect(all.meta.tag).toBeUndefined()
+    expect(references(all)).toEqual(references(whole))
   })
 
   it('takes offset and count from a Parameters body on POST', async () => {
@@ -324,8 +346,9 @@ describe('GET|POST /fhir/Group/{id}/$getpage', () => {
       { 'Content-Type': 'application/fhir+json' },
     )
     expect(res.status).toBe(200)
-    expect(res.body.entry[0].resource.member).toEqual([{ entity: { reference: 'Patient/x3' } }])
-    expect(res.body.link.map((l: { relation: string }) => l.relation)).toEqual(['self', 'next', 'previous'])
+    expect(res.body.member).toEqual([{ entity: { reference: 'Patient/x3' } }])
+    expect(pageLink(res.body, 'next')).toMatch(/offset=2&count=1$/)
+    expect(pageLink(res.body, 'previous')).toMatch(/offset=0&count=1$/)
   })
 
   it('refuses a count or offset out of range with a 400 OperationOutcome', async () => {
@@ -345,7 +368,12 @@ describe('the CapabilityStatement', () => {
     const cs = await res.json()
     const group = cs.rest[0].resource.find((r: { type: string }) => r.type === 'Group')
     expect(group.interaction.map((i: { code: string }) => i.code).sort()).toEqual(['read', 'search-type'])
-    expect(group.searchParam.map((p: { name: string }) => p.name)).toEqual(['name', '_summary', '_count', '_offset'])
-    expect(group.operation).toEqual([expect.objectContaining({ name: 'getpage' })])
+    expect(group.searchParam.map((p: { name: string }) => p.name)).toEqual(['name', 'type', '_summary', '_count', '_offset'])
+    expect(group.operation).toEqual([
+      expect.objectContaining({
+        name: 'getpage',
+        definition: 'http://www.fhir.org/guides/argonaut/patient-list/OperationDefinition/getpage',
+      }),
+    ])
   })
 })
