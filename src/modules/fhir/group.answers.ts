@@ -4,8 +4,9 @@ import type { GroupSearch } from './group.search.ts'
 import { MEMBER_INLINE_CAP, PAGE_COUNT_DEFAULT, searchGroups } from './group.service.ts'
 
 /**
- * The Bundles the Group routes answer (docs/fhir.md "Patient lists"): the search's `searchset` with
- * `total` and its self/next/previous links.
+ * What the Group routes read from a request (the Group id, `$getpage`'s offset and count) and the
+ * search's answer, a `searchset` Bundle with `total` and its self/next/previous links (docs/fhir.md
+ * "Patient lists").
  */
 
 const ID = /^[1-9]\d{0,15}$/
