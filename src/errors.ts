@@ -18,6 +18,7 @@ export type ErrorCode =
   | 'CONFLICT'
   | 'CURSOR_EXPIRED'
   | 'PAYLOAD_TOO_LARGE'
+  | 'TOO_COSTLY'
   | 'UNSUPPORTED_MEDIA_TYPE'
   | 'RATE_LIMITED'
   | 'INTERNAL_ERROR'
@@ -42,6 +43,7 @@ const STATUS: Record<ErrorCode, number> = {
   PRECONDITION_FAILED: 412,
   CURSOR_EXPIRED: 410,
   PAYLOAD_TOO_LARGE: 413,
+  TOO_COSTLY: 400,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
   INTERNAL_ERROR: 500,
@@ -66,6 +68,7 @@ const TITLE: Partial<Record<ErrorCode, string>> = {
   CONFLICT: 'Conflict',
   CURSOR_EXPIRED: 'Gone',
   PAYLOAD_TOO_LARGE: 'Payload Too Large',
+  TOO_COSTLY: 'Too Costly',
   UNSUPPORTED_MEDIA_TYPE: 'Unsupported Media Type',
   RATE_LIMITED: 'Too Many Requests',
   INTERNAL_ERROR: 'Internal Server Error',
@@ -163,6 +166,9 @@ export const invalidViewDefinition = (issues: readonly FieldIssue[], at = '') =>
   )
 
 export const tooLarge = (message: string) => new AppError('PAYLOAD_TOO_LARGE', message)
+
+/** 400: the answer asked for is larger than the service gives at once; the message says how to ask in parts. */
+export const tooCostly = (message: string, details: unknown = null) => new AppError('TOO_COSTLY', message, details)
 
 /** True for the 409 a held sync lease (or another conflict) answers. */
 /** The process is stopping (docs/operations.md): nothing was done; retry, on another instance or later. */

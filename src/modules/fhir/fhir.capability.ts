@@ -12,8 +12,33 @@ export interface CapabilityResource {
   extension?: unknown[]
 }
 
+/** Patient lists (docs/fhir.md "Patient lists"): each view the caller may read is a Group. */
+const GROUP: CapabilityResource = {
+  type: 'Group',
+  interaction: [{ code: 'read' }, { code: 'search-type' }],
+  searchParam: [
+    {
+      name: 'name',
+      type: 'string',
+      documentation: 'Starts with, case- and accent-insensitive; :exact and :contains too',
+    },
+    { name: 'type', type: 'token', documentation: 'person: every list (each is a Group of type person)' },
+    { name: '_summary', type: 'token', documentation: 'true (the form searches answer: no members) or count' },
+    { name: '_count', type: 'number', documentation: 'Groups per page: 50 by default, at most 1000' },
+    { name: '_offset', type: 'number', documentation: 'Paging: the Groups skipped (the next/previous links carry it)' },
+  ],
+  operation: [
+    {
+      name: 'getpage',
+      definition: 'http://www.fhir.org/guides/argonaut/patient-list/OperationDefinition/getpage',
+      documentation:
+        'Argonaut Patient Lists: offset and count (GET query or POST Parameters); the Group with that page of members, the next and previous pages as extensions',
+    },
+  ],
+}
+
 /** The served resources, in the order the statement lists them. */
-export const CAPABILITY_RESOURCES: readonly CapabilityResource[] = []
+export const CAPABILITY_RESOURCES: readonly CapabilityResource[] = [GROUP]
 
 /** The CapabilityStatement of the face, `base` being the face's absolute URL (`…/fhir`). */
 export function capabilityStatement(base: string, software: { name: string; version: string }, extension: unknown[] = []) {
