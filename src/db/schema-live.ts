@@ -75,6 +75,33 @@ const orderKeys = {
   s7: blob(),
 }
 
+/** Group keys and aggregation inputs a member holds (rowstore/query/member-summary.ts). */
+export const SUMMARY_GROUP_COUNT = 4
+export const SUMMARY_INPUT_COUNT = 4
+export const SUMMARY_NAMES = [
+  ...Array.from({ length: SUMMARY_GROUP_COUNT }, (_, i) => `g${i}`),
+  ...Array.from({ length: SUMMARY_INPUT_COUNT }, (_, i) => `a${i}`),
+  'sm',
+]
+
+/**
+ * What a member of a view with groups or aggregations holds for them (member-summary.ts): the
+ * value of each group column (`g0` …) and of each aggregated column with blanks as null (`a0` …),
+ * as the cells hold them (no affinity), and `sm` = 1, so the view's summary is a read of its members
+ * through `view_members_summary_idx` rather than of the panel's records.
+ */
+const summaryValues = {
+  g0: blob(),
+  g1: blob(),
+  g2: blob(),
+  g3: blob(),
+  a0: blob(),
+  a1: blob(),
+  a2: blob(),
+  a3: blob(),
+  sm: integer(),
+}
+
 /**
  * View membership as data (LIVE.md; docs/live.md "Membership"): the rows each view matched after
  * the last write that touched them, by stable identity (source, record key), with the row as the
@@ -92,9 +119,14 @@ export const viewMembers = sqliteTable(
     /** The row as `GET /api/views/{id}/rows` showed it (JSON text). */
     row: text().notNull(),
     ...orderKeys,
+    ...summaryValues,
   },
   (t) => [
     primaryKey({ columns: [t.viewId, t.dataSourceId, t.key] }),
+    // A summarised view's groups and aggregations read from this index alone (member-summary.ts).
+    index('view_members_summary_idx')
+      .on(t.viewId, ...['g0', 'g1', 'g2', 'g3'].map((k) => sql`${sql.identifier(k)} COLLATE NOCASE`), t.a0, t.a1, t.a2, t.a3)
+      .where(sql`sm = 1`),
     index('view_members_panel_idx').on(t.panelId, t.dataSourceId, t.key),
     // A view's page is a walk of this index (rowstore/query/member-order.ts): its order keys, then the lasting row id.
     index('view_members_order_idx').on(
@@ -123,8 +155,9 @@ export const pendingChanges = sqliteTable(
     rowId: integer(),
     row: text(),
     changed: text(),
-    /** A view's moves: the member's order keys (view_members `s0` …). */
+    /** A view's moves: the member's order keys and summary values (view_members `s0` …, `g0` …). */
     ...orderKeys,
+    ...summaryValues,
   },
   (t) => [primaryKey({ columns: [t.token, t.viewId, t.dataSourceId, t.key] })],
 )

@@ -3,6 +3,7 @@ import type { ServiceContext } from '../context.ts'
 import { ORDER_KEY_NAMES } from '../db/schema-live.ts'
 import { compileMembership, type MemberView, membershipJsonColumns, membershipRecordsOf } from './membership-plan.ts'
 import { memberOrderBy, membersAfter } from './query/member-order.ts'
+import { memberSummarySource } from './query/member-summary.ts'
 import type { PreparedRows } from './query/prepare.ts'
 import { type RecordRow, type Row, recordColumns, toRow } from './query/row-shape.ts'
 import { queryRowsPage, type RowBatchOptions, type RowsPage, rowBatches, type StoredPage } from './query/run.ts'
@@ -66,7 +67,7 @@ export async function readMemberPage(
   ])
   const view = await compiledView(ctx, q, panels[0])
   if (!view || !holds(view, [state, owed])) return undefined
-  return { records, total: Number(state[0].total) }
+  return { records, total: Number(state[0].total), summary: view.summary ? memberSummarySource(view.summary, viewId) : undefined }
 }
 
 // --- Internal helpers ---
@@ -160,8 +161,7 @@ export const memberShownRowsSql = (viewId: number, after: SQL, limit: number): S
 function showsStoredRows(q: PreparedRows, view: MemberView): boolean {
   const shown = (JSON.parse(view.shape) as [string, string | number][]).slice(STORED_ROW_PREFIX)
   return (
-    shown.length === q.visible.length &&
-    q.visible.every((c, i) => !c.virtual && shown[i][0] === c.name && shown[i][1] === c.id)
+    shown.length === q.visible.length && q.visible.every((c, i) => !c.virtual && shown[i][0] === c.name && shown[i][1] === c.id)
   )
 }
 

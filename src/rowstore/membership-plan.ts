@@ -1,11 +1,18 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
-import type { CohortRule, FilterCriterion, SortCriterion, Workflow } from '../db/schema.ts'
-import { type ColumnRef, type FilterIssue, resolveCohortRule, resolveFilters } from '../engine/filters/resolve.ts'
+import type { AggregationSpec, CohortRule, FilterCriterion, SortCriterion, Workflow } from '../db/schema.ts'
+import {
+  type ColumnLookup,
+  type ColumnRef,
+  type FilterIssue,
+  resolveCohortRule,
+  resolveFilters,
+} from '../engine/filters/resolve.ts'
 import { hashText } from './digest.ts'
 import { type PanelColumns, panelColumnsOf } from './query/columns.ts'
 import { filterSql } from './query/filter-sql.ts'
 import { type MemberOrder, memberOrder } from './query/member-order.ts'
+import { type MemberSummary, memberSummary, summaryIdentity } from './query/member-summary.ts'
 import { visibleColumns } from './query/row-shape.ts'
 import { viewSortKeys } from './query/view-order.ts'
 import { meInFilters, VIRTUAL_NAMES, virtualColumn, type WorkClock, withVirtual } from './query/virtual.ts'
@@ -50,6 +57,11 @@ export interface MemberView {
    * order, are as of the last write or time step (work-time.ts), which a reader checks is not behind.
    */
   readsTime: boolean
+  /**
+   * The group and aggregated columns its members hold values of (member-summary.ts); null for a
+   * view that neither groups nor aggregates, or whose summary does not fit in a member.
+   */
+  summary: MemberSummary | null
 }
 
 /** The virtual columns whose value time alone changes (virtual.ts). */
@@ -87,6 +99,7 @@ export interface ViewPatch {
   config?: unknown
   columnVisibility?: unknown
   sorting?: unknown
+  aggregations?: unknown
 }
 
 /**
@@ -121,6 +134,7 @@ export type ViewRecord = {
   sorting: string
   source_view_id: number | null
   membership_key: string | null
+  aggregations: string
 }
 
 /** A column as membership reads it (`membershipReads`). */
@@ -130,7 +144,7 @@ export type ColumnRecord = { id: number; name: string; type: string; column_type
 const membershipReads = (db: Db, tenantId: string, panelId: number) =>
   [
     db.all<ViewRecord>(sql`
-      SELECT id, user_id, name, filters, config, column_visibility, sorting, source_view_id, membership_key FROM views
+      SELECT id, user_id, name, filters, config, column_visibility, sorting, source_view_id, membership_key, aggregations FROM views
       WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} ORDER BY id`),
     db.all<ColumnRecord>(sql`
       SELECT id, name, type, column_type, formula FROM columns WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} ORDER BY id`),
@@ -143,14 +157,25 @@ const membershipReads = (db: Db, tenantId: string, panelId: number) =>
  */
 export const membershipJsonColumns = (tenantId: string): SQL =>
   sql`(SELECT json_group_array(json_array(v.id, v.user_id, v.name, v.filters, v.config, v.column_visibility,
-        v.sorting, v.source_view_id, v.membership_key)) FROM views v WHERE v.tenant_id = ${tenantId} AND v.panel_id = p.id) AS views,
+        v.sorting, v.source_view_id, v.membership_key, v.aggregations)) FROM views v WHERE v.tenant_id = ${tenantId} AND v.panel_id = p.id) AS views,
       (SELECT json_group_array(json_array(c.id, c.name, c.type, c.column_type, c.formula))
         FROM columns c WHERE c.tenant_id = ${tenantId} AND c.panel_id = p.id) AS columns`
 
 /** The records of `membershipJsonColumns`' two columns, in id order as `membershipReads` reads them. */
 export function membershipRecordsOf(json: { views: string; columns: string }): { views: ViewRecord[]; columns: ColumnRecord[] } {
   const views = (JSON.parse(json.views) as unknown[][]).map(
-    ([id, user_id, name, filters, config, column_visibility, sorting, source_view_id, membership_key]): ViewRecord => ({
+    ([
+      id,
+      user_id,
+      name,
+      filters,
+      config,
+      column_visibility,
+      sorting,
+      source_view_id,
+      membership_key,
+      aggregations,
+    ]): ViewRecord => ({
       id: id as number,
       user_id: user_id as string,
       name: name as string,
@@ -160,6 +185,7 @@ export function membershipRecordsOf(json: { views: string; columns: string }): {
       sorting: sorting as string,
       source_view_id: source_view_id as number | null,
       membership_key: membership_key as string | null,
+      aggregations: aggregations as string,
     }),
   )
   const columns = (JSON.parse(json.columns) as unknown[][]).map(
@@ -220,6 +246,7 @@ export async function compileMembership(
         column_visibility:
           patched.columnVisibility === undefined ? v.column_visibility : JSON.stringify(patched.columnVisibility),
         sorting: patched.sorting === undefined ? v.sorting : JSON.stringify(patched.sorting),
+        aggregations: patched.aggregations === undefined ? v.aggregations : JSON.stringify(patched.aggregations),
       }
     }
   }
@@ -248,10 +275,18 @@ export async function compileMembership(
       const { keys } = viewSortKeys({ groupBy: config.groupBy, sorting }, lookup, found)
       return found.length > 0 ? null : memberOrder(keys)
     }
-    // `rows: 3`: rows carry `_key` and their lasting `_id` (docs/worklist.md), members their order
-    // keys (`order`); older memberships are evaluated afresh.
+    const summary = summaryOf(config.groupBy ?? [], JSON.parse(v.aggregations ?? '[]') as AggregationSpec[], columns.byName)
+    // `rows: 4`: rows carry `_key` and their lasting `_id` (docs/worklist.md), members their order
+    // keys (`order`) and summary values (`summary`); older memberships are evaluated afresh.
     const order = { groupBy: config.groupBy ?? [], sorting }
-    const query = { rows: 3, cohortRule, filters: chain, shown: shown.map((c) => [c.id, c.name, c.kind]), order }
+    const query = {
+      rows: 4,
+      cohortRule,
+      filters: chain,
+      shown: shown.map((c) => [c.id, c.name, c.kind]),
+      order,
+      summary: summaryIdentity(summary),
+    }
     // The done statuses decide `_overdue`: a view that reads it is evaluated afresh when they change.
     const text = JSON.stringify(query)
     const key = JSON.stringify(text.includes('"_overdue"') ? { ...query, done: clock.done } : query)
@@ -268,6 +303,7 @@ export async function compileMembership(
       orderAt,
       // Which rows and in what order: a column only shown is computed when the row is read.
       readsTime: TIME_NAMES.some((name) => JSON.stringify([cohortRule, chain, order]).includes(`"${name}"`)),
+      summary,
       shape: JSON.stringify([
         ['_id', '_id'],
         ['_key', '_key'],
@@ -287,6 +323,18 @@ export async function compileMembership(
     payloads: reset ? await loadViewPayloads(db, tenantId, panelId) : new Map(),
     slaMs: slaMs(workflow),
   }
+}
+
+/**
+ * The summary a view's members keep: its group columns and aggregated columns, when they resolve
+ * and none changes with time alone (a stored value would go stale between writes).
+ */
+function summaryOf(groupBy: string[], aggregations: AggregationSpec[], lookup: ColumnLookup): MemberSummary | null {
+  const resolve = (name: string) => (TIME_NAMES.includes(name) ? undefined : lookup(name))
+  const groups = groupBy.map(resolve)
+  const aggregated = aggregations.map((a) => resolve(a.columnTitle))
+  if ([...groups, ...aggregated].some((c) => c === undefined)) return null
+  return memberSummary(groups as ColumnRef[], aggregated as ColumnRef[])
 }
 
 /** The filters a view's rows are held to: its own, then those of the views it was copied from. */

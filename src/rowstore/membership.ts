@@ -1,6 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { Db } from '../db/client.ts'
-import { ORDER_KEY_NAMES } from '../db/schema-live.ts'
 import type { ColumnRef } from '../engine/filters/resolve.ts'
 import { appendEventsFrom } from './events.ts'
 import { loadPanelMembership, type MemberView, type PanelMembership, type ViewPatch } from './membership-plan.ts'
@@ -11,8 +10,10 @@ import {
   memberKeysDiffer,
   memberKeyValues,
   memberValueColumns,
+  orderKeyColumns,
   valueNames,
 } from './query/member-order.ts'
+import { summaryNames, summaryValueColumns } from './query/member-summary.ts'
 import { VIRTUAL_NAMES, virtualColumn, virtualSql } from './query/virtual.ts'
 
 /**
@@ -98,13 +99,13 @@ export function resetStatements(
     // lists them, so their rows lie in the table as the view reads them: an export walks them page
     // after page (moves since the evaluation scatter a few). Only where rows lie depends on it.
     sql`WITH t AS MATERIALIZED (
-        SELECT r.id, r.row_id AS rid ${memberValueColumns(order)}
+        SELECT r.id, r.row_id AS rid ${memberValueColumns(order)} ${summaryValueColumns(view.summary)}
         FROM records r JOIN data_sources s ON s.id = r.data_source_id AND s.tenant_id = ${membership.tenantId}
         WHERE r.tenant_id = ${membership.tenantId} AND r.panel_id = ${sql.raw(String(membership.panelId))}
           AND r.generation = s.current_generation AND ${unchanged} AND ${view.whereAt(write.at)}),
       k AS MATERIALIZED (
-        SELECT t.id, ${memberKeyValues(order.keys(valueNames('t')))}
-        FROM t ORDER BY ${sql.raw(memberKeyColumns((c) => `${c} COLLATE NOCASE`))}, t.rid)
+        SELECT t.id, ${memberKeyValues(order.keys(valueNames('t')), summaryNames(view.summary, 't'))}
+        FROM t ORDER BY ${sql.raw(orderKeyColumns((c) => `${c} COLLATE NOCASE`))}, t.rid)
       INSERT INTO view_members (view_id, data_source_id, key, tenant_id, panel_id, row_id, row, ${sql.raw(memberKeyColumns())})
       SELECT ${view.id}, r.data_source_id, r.key, r.tenant_id, r.panel_id, r.row_id, ${rowJson(view, write.at)},
         ${sql.raw(memberKeyColumns((c) => `k.${c}`))}
@@ -237,7 +238,7 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
               (k) => `m.${k}`,
               (k) => `m${k}`,
             ),
-          )} ${memberValueColumns(order)}
+          )} ${memberValueColumns(order)} ${summaryValueColumns(view.summary)}
         FROM pending_changes c
         JOIN records r ON ${currentRecord('c')}
         LEFT JOIN view_members m ON m.view_id = ${view.id} AND m.data_source_id = r.data_source_id AND m.key = r.key
@@ -249,7 +250,7 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
             (c) => `m${c}`,
           ),
         )},
-          ${memberKeyValues(order.keys(valueNames('x')))}
+          ${memberKeyValues(order.keys(valueNames('x')), summaryNames(view.summary, 'x'))}
         FROM x),
       y AS MATERIALIZED (
         SELECT k.data_source_id, k.key, k.id, k.row, ${sql.raw(memberKeyColumns((c) => `k.${c}`))},
@@ -317,7 +318,7 @@ function noticeStatement(write: RowWrite): SQL {
 }
 
 function memberUpdateStatements(write: RowWrite): SQL[] {
-  const rekey = ORDER_KEY_NAMES.map((k) => `${k} = excluded.${k}`).join(', ')
+  const rekey = memberKeyColumns((k) => `${k} = excluded.${k}`)
   return [
     sql`DELETE FROM view_members WHERE (view_id, data_source_id, key) IN
       (SELECT view_id, data_source_id, key FROM pending_changes WHERE token = ${write.token} AND view_id <> 0 AND kind = 'left')`,
@@ -325,11 +326,11 @@ function memberUpdateStatements(write: RowWrite): SQL[] {
       SELECT view_id, data_source_id, key, ${write.tenantId}, ${write.panelId}, row_id, row, ${sql.raw(memberKeyColumns())}
       FROM pending_changes WHERE token = ${write.token} AND view_id <> 0 AND kind = 'entered'
       ON CONFLICT (view_id, data_source_id, key) DO UPDATE SET row_id = excluded.row_id, row = excluded.row, ${sql.raw(rekey)}`,
-    // A member whose order keys did not change (its pending keys are null) keeps its index entry.
+    // A member whose order keys and summary values did not change (its pending keys are null) keeps its index entries.
     sql`UPDATE view_members SET row_id = p.row_id, row = p.row FROM pending_changes p
       WHERE p.token = ${write.token} AND p.view_id = view_members.view_id AND p.data_source_id = view_members.data_source_id
         AND p.key = view_members.key AND p.kind IN ('updated', 'moved') AND p.s0 IS NULL`,
-    sql`UPDATE view_members SET row_id = p.row_id, row = p.row, ${sql.raw(ORDER_KEY_NAMES.map((k) => `${k} = p.${k}`).join(', '))}
+    sql`UPDATE view_members SET row_id = p.row_id, row = p.row, ${sql.raw(memberKeyColumns((k) => `${k} = p.${k}`))}
       FROM pending_changes p
       WHERE p.token = ${write.token} AND p.view_id = view_members.view_id AND p.data_source_id = view_members.data_source_id
         AND p.key = view_members.key AND p.kind IN ('updated', 'moved') AND p.s0 IS NOT NULL`,

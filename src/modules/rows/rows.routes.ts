@@ -12,7 +12,7 @@ const rowsRouteDescription =
   '`search` is a case-insensitive substring over `searchFields` (comma-separated column names) or every text column; ' +
   '`filters` is a JSON array of FilterCriteria (all 18 operators, nested `conditions` groups). The panel cohort rule always applies. ' +
   'Unknown columns and operators that cannot apply to a column type are 400s naming the criterion. ' +
-  '`Server-Timing: rows;desc="members"` says a view\'s page came from its stored members (an index walk), `desc="query"` from the row query over the panel (docs/views-and-rows.md "Access paths").'
+  '`Server-Timing: rows;desc="members"` says a view\'s page came from its stored members (an index walk), `desc="query"` from the row query over the panel; for a view with groups or aggregations, `summary;desc="members"` or `"query"` says the same of them (docs/views-and-rows.md "Access paths").'
 
 /** Served here, beside the panel's rows, and listed with the view routes. */
 const viewRowsRoute = createRoute({
@@ -46,9 +46,13 @@ const panelRowsRoute = createRoute({
   },
 })
 
-/** The page, with `Server-Timing: rows;desc="members"` (or `"query"`): where it came from (docs/views-and-rows.md). */
+/**
+ * The page, with `Server-Timing: rows;desc="members"` (or `"query"`): where it came from, and
+ * `summary;desc=…` where its groups and aggregations came from (docs/views-and-rows.md).
+ */
 function sendRows(c: Context, answer: RowsAnswer) {
-  setResponseHeader(c, 'Server-Timing', `rows;desc="${answer.path}"`)
+  const summary = answer.summaryPath ? `, summary;desc="${answer.summaryPath}"` : ''
+  setResponseHeader(c, 'Server-Timing', `rows;desc="${answer.path}"${summary}`)
   return sendJson(c, answer.body, 200)
 }
 

@@ -66,6 +66,8 @@ export function pageMeta(total: number, page: number, limit: number, url: string
 export interface RowsAnswer {
   body: RowsResponseDto
   path: 'members' | 'query'
+  /** Where the groups and aggregations came from, when the view has any. */
+  summaryPath?: 'members' | 'query'
 }
 
 async function answer(ctx: ServiceContext, prepared: PreparedRows, q: RowsQueryInput, url: string): Promise<RowsAnswer> {
@@ -74,5 +76,5 @@ async function answer(ctx: ServiceContext, prepared: PreparedRows, q: RowsQueryI
   if (result.groups) body.groups = result.groups
   if (result.aggregations) body.aggregations = result.aggregations
   noteAccess(ctx, { rowCount: body.data.length })
-  return { body, path: result.path }
+  return { body, path: result.path, summaryPath: result.summaryPath }
 }

@@ -115,6 +115,7 @@ export async function saveView(ctx: ServiceContext, view: LoadedView, patch: Par
     config: patch.config,
     columnVisibility: patch.columnVisibility,
     sorting: patch.sorting,
+    aggregations: patch.aggregations,
   }
   const membership = await viewEvaluationStatements(ctx.db, row, at, { patched })
   const type = write.action === 'PUBLISH' ? 'view.published' : 'view.updated'

@@ -18,6 +18,21 @@ export interface AggregateSpec {
   column: ColumnRef
 }
 
+/**
+ * Where the statements read a column's value: its cell, and its cell with blanks as null. The
+ * records' cells by default; a view's stored members' values when they answer (member-summary.ts).
+ */
+export interface CellSource {
+  cell: (c: ColumnRef) => SQL
+  value: (c: ColumnRef) => SQL
+}
+
+/** The panel's records (alias `r`): the cells as the row query reads them. */
+export const RECORD_CELLS: CellSource = {
+  cell,
+  value: (c) => sql`(CASE WHEN ${isBlankCell(c)} THEN NULL ELSE ${cell(c)} END)`,
+}
+
 /** At most this many groups are answered (ordered by key). */
 export const MAX_GROUPS = 1000
 
@@ -31,16 +46,16 @@ export interface GroupRow {
 }
 
 /** The statement of the overall aggregations (medians excluded). */
-export function overallSql(scope: Scope, aggs: AggregateSpec[]): SQL {
-  const cols = aggs.filter((a) => a.fn !== 'median').map((a, i) => sql`${aggregateExpr(a)} AS ${sql.raw(`a${i}`)}`)
+export function overallSql(scope: Scope, aggs: AggregateSpec[], src: CellSource = RECORD_CELLS): SQL {
+  const cols = aggs.filter((a) => a.fn !== 'median').map((a, i) => sql`${aggregateExpr(a, src)} AS ${sql.raw(`a${i}`)}`)
   return sql`SELECT count(*) AS n${cols.length ? sql`, ${sql.join(cols, sql`, `)}` : sql``} ${scope}`
 }
 
 /** The statement of the groups: one row per key with its count and aggregations (medians excluded). */
-export function groupsSql(scope: Scope, groupBy: ColumnRef[], aggs: AggregateSpec[]): SQL {
-  const keys = groupBy.map((c, i) => sql`min(${cell(c)}) AS ${sql.raw(`g${i}`)}`)
-  const cols = aggs.filter((a) => a.fn !== 'median').map((a, i) => sql`${aggregateExpr(a)} AS ${sql.raw(`a${i}`)}`)
-  const by = groupBy.map(groupExpr)
+export function groupsSql(scope: Scope, groupBy: ColumnRef[], aggs: AggregateSpec[], src: CellSource = RECORD_CELLS): SQL {
+  const keys = groupBy.map((c, i) => sql`min(${src.cell(c)}) AS ${sql.raw(`g${i}`)}`)
+  const cols = aggs.filter((a) => a.fn !== 'median').map((a, i) => sql`${aggregateExpr(a, src)} AS ${sql.raw(`a${i}`)}`)
+  const by = groupBy.map((c) => groupExpr(c, src))
   // Ordered by the answered keys, so nothing but the group values passes through the sort: values,
   // then the blank groups ("" and [] before null; a key is an array only as the text of one).
   const order = groupBy.flatMap((c, i) => {
@@ -60,13 +75,13 @@ export function groupsSql(scope: Scope, groupBy: ColumnRef[], aggs: AggregateSpe
  * middle value, or the mean of the two middle values. Overall it is one ordered read that skips
  * to the middle (LIMIT/OFFSET from the count); per group, row numbers within each group.
  */
-export function medianSql(scope: Scope, groupBy: ColumnRef[], a: AggregateSpec): SQL {
-  const x = numeric(a.column)
+export function medianSql(scope: Scope, groupBy: ColumnRef[], a: AggregateSpec, src: CellSource = RECORD_CELLS): SQL {
+  const x = numeric(src.cell(a.column))
   if (groupBy.length === 0) {
     const n = sql`(SELECT count(*) ${scope} AND ${x} IS NOT NULL)`
     return sql`SELECT avg(x) AS m FROM (SELECT ${x} AS x ${scope} AND ${x} IS NOT NULL ORDER BY 1 LIMIT 2 - ${n} % 2 OFFSET (${n} - 1) / 2)`
   }
-  const keys = groupBy.map((c, i) => sql`${groupExpr(c)} AS ${sql.raw(`k${i}`)}`)
+  const keys = groupBy.map((c, i) => sql`${groupExpr(c, src)} AS ${sql.raw(`k${i}`)}`)
   const names = sql.join(
     groupBy.map((_, i) => sql.raw(`k${i}`)),
     sql`, `,
@@ -109,28 +124,29 @@ export const groupIdentity = (values: unknown[]): string =>
 
 // --- Internal helpers ---
 
-const groupExpr = (c: ColumnRef): SQL => (isTextual(c.kind) ? sql`${cell(c)} COLLATE NOCASE` : cell(c))
+const groupExpr = (c: ColumnRef, src: CellSource): SQL => (isTextual(c.kind) ? sql`${src.cell(c)} COLLATE NOCASE` : src.cell(c))
 
-const numeric = (c: ColumnRef): SQL => sql`(CASE WHEN typeof(${cell(c)}) IN ('integer', 'real') THEN ${cell(c)} END)`
+/** A value when it is a number (a blank never is: the cell or the cell with blanks as null alike). */
+const numeric = (x: SQL): SQL => sql`(CASE WHEN typeof(${x}) IN ('integer', 'real') THEN ${x} END)`
 
-function aggregateExpr(a: AggregateSpec): SQL {
-  const v = cell(a.column)
+function aggregateExpr(a: AggregateSpec, src: CellSource): SQL {
   const text = isTextual(a.column.kind)
-  const value = sql`(CASE WHEN ${isBlankCell(a.column)} THEN NULL ELSE ${v} END)`
+  const value = src.value(a.column)
   const present = text ? sql`${value} COLLATE NOCASE` : value
+  const number = numeric(src.cell(a.column))
   switch (a.fn) {
     case 'count':
       return sql`count(${value})`
     case 'distinct':
       return sql`count(DISTINCT ${present})`
     case 'sum':
-      return sql`sum(${numeric(a.column)})`
+      return sql`sum(${number})`
     case 'average':
-      return sql`avg(${numeric(a.column)})`
+      return sql`avg(${number})`
     case 'min':
-      return a.column.kind === 'number' ? sql`min(${numeric(a.column)})` : sql`min(${present})`
+      return a.column.kind === 'number' ? sql`min(${number})` : sql`min(${present})`
     case 'max':
-      return a.column.kind === 'number' ? sql`max(${numeric(a.column)})` : sql`max(${present})`
+      return a.column.kind === 'number' ? sql`max(${number})` : sql`max(${present})`
     default:
       throw new Error(`${a.fn} is computed by its own statement`)
   }

@@ -1,5 +1,5 @@
 import { type SQL, sql } from 'drizzle-orm'
-import { ORDER_KEY_COUNT, ORDER_KEY_NAMES } from '../../db/schema-live.ts'
+import { ORDER_KEY_COUNT, ORDER_KEY_NAMES, SUMMARY_NAMES } from '../../db/schema-live.ts'
 import { customRank, type SortKey, sortValue } from './order.ts'
 
 /**
@@ -84,17 +84,36 @@ function storedKeys(key: SortKey, v: SQL): SQL[] {
   return out
 }
 
-/** `s0` … `s7` of a SELECT list, in order, each named (unused keys 0). */
-export function memberKeyValues(keys: SQL[]): SQL {
+/**
+ * What a member stores beside its row: its order keys (`s0` … `s7`) and its summary values
+ * (`g0` … `a3`, `sm`: member-summary.ts). A write moves them together: a member whose values
+ * differ from what the write computes is re-keyed (membership.ts).
+ */
+export const MEMBER_VALUE_NAMES = [...ORDER_KEY_NAMES, ...SUMMARY_NAMES]
+
+/**
+ * The member values of a SELECT list, in order, each named: the order keys (unused ones 0), then
+ * the summary values (`summary`: g0 … g3, a0 … a3, as member-summary.ts computes them; unused
+ * ones null) and `sm` (1 when the view keeps a summary, else null).
+ */
+export function memberKeyValues(keys: SQL[], summary: SQL[] | null = null): SQL {
+  const values = [
+    ...ORDER_KEY_NAMES.map((_, i) => keys[i] ?? sql`0`),
+    ...SUMMARY_NAMES.slice(0, -1).map((_, i) => summary?.[i] ?? sql`NULL`),
+    summary ? sql`1` : sql`NULL`,
+  ]
   return sql.join(
-    ORDER_KEY_NAMES.map((name, i) => sql`${keys[i] ?? sql`0`} AS ${sql.raw(name)}`),
+    MEMBER_VALUE_NAMES.map((name, i) => sql`${values[i]} AS ${sql.raw(name)}`),
     sql`, `,
   )
 }
 
-/** `s0, s1, …, s7`, each as `name(key)` names it (e.g. `m.s0`), and `AS as(key)` when given. */
+/** `s0, …, s7, g0, …, sm`, each as `name(key)` names it (e.g. `m.s0`), and `AS as(key)` when given. */
 export const memberKeyColumns = (name: (key: string) => string = (k) => k, as?: (key: string) => string): string =>
-  ORDER_KEY_NAMES.map((k) => (as ? `${name(k)} AS ${as(k)}` : name(k))).join(', ')
+  MEMBER_VALUE_NAMES.map((k) => (as ? `${name(k)} AS ${as(k)}` : name(k))).join(', ')
+
+/** The order keys alone (`s0` … `s7`), each as `name(key)` names it. */
+export const orderKeyColumns = (name: (key: string) => string = (k) => k): string => ORDER_KEY_NAMES.map(name).join(', ')
 
 /** The order keys and the row id as the shared index compares them (alias `m`): an ORDER BY, or a row value. */
 export const memberOrderBy = (alias = 'm'): string =>
@@ -111,9 +130,9 @@ export const membersAfter = (last: unknown[], alias = 'm'): SQL => {
   return sql`(${sql.raw(columns)}) > (${sql.join(values, sql`, `)})`
 }
 
-/** Some order key differs between two sets of the same keys, as `a(key)` and `b(key)` name them. */
+/** Some member value differs between two sets of the same values, as `a(key)` and `b(key)` name them. */
 export const memberKeysDiffer = (a: (key: string) => string, b: (key: string) => string): string =>
-  `(${ORDER_KEY_NAMES.map((k) => `${a(k)} IS NOT ${b(k)}`).join(' OR ')})`
+  `(${MEMBER_VALUE_NAMES.map((k) => `${a(k)} IS NOT ${b(k)}`).join(' OR ')})`
 
 /**
  * A text whose ascending order (case-insensitive, as the index compares) is the descending order

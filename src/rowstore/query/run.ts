@@ -1,7 +1,9 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
+import type { ColumnRef } from '../../engine/filters/resolve.ts'
 import {
   type AggregateSpec,
+  type CellSource,
   decodeAggregate,
   decodeKey,
   type GroupRow,
@@ -28,18 +30,23 @@ export interface RowsPage {
   aggregations?: Record<string, unknown>
   /** Where the page came from: the view's stored members, or the row query over the panel. */
   path: 'members' | 'query'
+  /** Where its groups and aggregations came from, when it has any. */
+  summaryPath?: 'members' | 'query'
 }
 
 /** A page already read from a view's stored members (rowstore/member-page.ts): its records and total. */
 export interface StoredPage {
   records: RecordRow[]
   total: number
+  /** Where the view's groups and aggregations are read from its members (member-summary.ts), when they keep them. */
+  summary?: { scope: SQL; cells: CellSource; holds: (c: ColumnRef) => boolean }
 }
 
 /**
  * The page at `offset` (`limit` rows in the query's order) with the total and the view's
  * groups/aggregations. With `stored`, the page and total are those; the groups and aggregations
- * still come from the query (cached per state of the panel).
+ * come from the members too when they keep every column the view groups and aggregates by, else
+ * from the query. Either way they are cached per state of the panel.
  */
 export async function queryRowsPage(
   ctx: ServiceContext,
@@ -53,10 +60,14 @@ export async function queryRowsPage(
   if (stored && !aggregated && q.groupBy.length === 0) {
     return { rows: stored.records.map((r) => toRow(r, q.visible)), total: stored.total, path: 'members' }
   }
-  const summary: SQL[] = [sql`SELECT count(*) AS n ${q.scope}`]
-  if (aggregated) summary.push(overallSql(q.scope, q.aggregations), ...medians.map((m) => medianSql(q.scope, [], m)))
+  const members = stored?.summary
+  const fromMembers = members && [...q.groupBy, ...q.aggregations.map((a) => a.column)].every(members.holds)
+  const scope = fromMembers ? members.scope : q.scope
+  const cells = fromMembers ? members.cells : undefined
+  const summary: SQL[] = [sql`SELECT count(*) AS n ${scope}`]
+  if (aggregated) summary.push(overallSql(scope, q.aggregations, cells), ...medians.map((m) => medianSql(scope, [], m, cells)))
   if (q.groupBy.length > 0) {
-    summary.push(groupsSql(q.scope, q.groupBy, q.aggregations), ...medians.map((m) => medianSql(q.scope, q.groupBy, m)))
+    summary.push(groupsSql(scope, q.groupBy, q.aggregations, cells), ...medians.map((m) => medianSql(scope, q.groupBy, m, cells)))
   }
   const key = await summaryKey(ctx, q.panelId, summary)
   const cached = await ctx.cache.get<Record<string, unknown>[][]>(ctx.scope.tenantId, key)
@@ -73,6 +84,7 @@ export async function queryRowsPage(
     total: stored ? stored.total : Number(count?.n ?? 0),
     path: stored ? 'members' : 'query',
   }
+  if (aggregated || q.groupBy.length > 0) page.summaryPath = fromMembers ? 'members' : 'query'
   let at = 2
   if (aggregated) {
     const overall = results[at++][0] ?? {}

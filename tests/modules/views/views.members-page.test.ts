@@ -64,7 +64,8 @@ async function readAll(viewId: number, params: Record<string, unknown> = {}) {
   for (let page = 1; page <= 10; page++) {
     const res = await w.alice.get(`/api/views/${viewId}/rows${query({ ...params, page: String(page), limit: '5' })}`)
     expect(res.status, JSON.stringify(res.body)).toBe(200)
-    paths.add(String(res.headers.get('server-timing')))
+    // The rows' path (a grouped view's header also names its summary's).
+    paths.add(String(res.headers.get('server-timing')).split(', ')[0])
     total = res.body.meta.total
     keys.push(...res.body.data.map((r: { _key: string }) => r._key))
     rows.push(...res.body.data)

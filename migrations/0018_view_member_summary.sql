@@ -1,0 +1,19 @@
+ALTER TABLE `pending_changes` ADD `g0` blob;--> statement-breakpoint
+ALTER TABLE `pending_changes` ADD `g1` blob;--> statement-breakpoint
+ALTER TABLE `pending_changes` ADD `g2` blob;--> statement-breakpoint
+ALTER TABLE `pending_changes` ADD `g3` blob;--> statement-breakpoint
+ALTER TABLE `pending_changes` ADD `a0` blob;--> statement-breakpoint
+ALTER TABLE `pending_changes` ADD `a1` blob;--> statement-breakpoint
+ALTER TABLE `pending_changes` ADD `a2` blob;--> statement-breakpoint
+ALTER TABLE `pending_changes` ADD `a3` blob;--> statement-breakpoint
+ALTER TABLE `pending_changes` ADD `sm` integer;--> statement-breakpoint
+ALTER TABLE `view_members` ADD `g0` blob;--> statement-breakpoint
+ALTER TABLE `view_members` ADD `g1` blob;--> statement-breakpoint
+ALTER TABLE `view_members` ADD `g2` blob;--> statement-breakpoint
+ALTER TABLE `view_members` ADD `g3` blob;--> statement-breakpoint
+ALTER TABLE `view_members` ADD `a0` blob;--> statement-breakpoint
+ALTER TABLE `view_members` ADD `a1` blob;--> statement-breakpoint
+ALTER TABLE `view_members` ADD `a2` blob;--> statement-breakpoint
+ALTER TABLE `view_members` ADD `a3` blob;--> statement-breakpoint
+ALTER TABLE `view_members` ADD `sm` integer;--> statement-breakpoint
+CREATE INDEX `view_members_summary_idx` ON `view_members` (`view_id`,"g0" COLLATE NOCASE,"g1" COLLATE NOCASE,"g2" COLLATE NOCASE,"g3" COLLATE NOCASE,`a0`,`a1`,`a2`,`a3`) WHERE sm = 1;
