@@ -4,6 +4,7 @@ import { rowsAffected } from '../../db/client.ts'
 import { subscriptionDeliveries, subscriptions } from '../../db/schema-live.ts'
 import { readEvent } from '../events/events.log.ts'
 import { toEventDto } from '../events/events.schemas.ts'
+import { afterFhirAttempt, type FhirDelivery, fhirDeliveryOf } from '../fhir/fhir.topic.delivery.ts'
 import { type EventScope, ownerContext, readableMemo } from './subscriptions.access.ts'
 import { type AttemptOutcome, sendAttempt } from './subscriptions.deliver.ts'
 import type { DeliveryReport } from './subscriptions.report.ts'
@@ -184,7 +185,9 @@ async function enqueue(
   const now = clock().toISOString()
   const rows: [string, number | null, string, string | null][] = []
   const firstSeq = events.length > 0 ? Number(events[0].seq) : lastSeq + 1
-  if (firstSeq > cursor + 1) {
+  const fhir = sub.kind === 'fhir-topic'
+  // A FHIR topic subscription numbers its notifications; a pruned gap is no notification of its topic.
+  if (firstSeq > cursor + 1 && !fhir) {
     const deliveryId = crypto.randomUUID()
     const notice = {
       id: `expired-${cursor + 1}-${firstSeq - 1}`,
@@ -195,15 +198,22 @@ async function enqueue(
     }
     rows.push([deliveryId, null, notice.type, JSON.stringify(notice)])
   }
+  const numbered: number[] = []
   for (const e of events) {
     const event: EventScope = { type: e.type, panelId: nullableNumber(e.panel_id), viewId: nullableNumber(e.view_id) }
+    if (fhir && endsTopic(sub, event)) {
+      // The end of the subscribed view: its subscribers learn it whoever may read the panel.
+      rows.push([crypto.randomUUID(), Number(e.seq), e.type, null])
+      continue
+    }
     if (!selects(sub, event) || !(await readable(event))) continue
     rows.push([crypto.randomUUID(), Number(e.seq), e.type, null])
+    if (fhir) numbered.push(Number(e.seq))
   }
   const upTo = events.length > 0 ? Number(events[events.length - 1].seq) : lastSeq
   // Both or neither, and only while this runner holds the lease at the cursor it read.
   const held = sql`EXISTS (SELECT 1 FROM subscriptions WHERE id = ${sub.id} AND lease_token = ${token} AND cursor_seq = ${cursor})`
-  const [, moved] = await deps.db.batch([
+  const statements = [
     deps.db.run(sql`
       INSERT OR IGNORE INTO subscription_deliveries (tenant_id, subscription_id, delivery_id, event_seq, event_type, payload,
         status, attempts, next_attempt_at, created_at, updated_at)
@@ -211,12 +221,31 @@ async function enqueue(
       FROM json_each(${JSON.stringify(rows)}) j
       WHERE ${held}
       ORDER BY j.key`),
-    deps.db.run(sql`UPDATE subscriptions SET cursor_seq = ${upTo} WHERE id = ${sub.id} AND ${held}`),
-  ])
-  if (rowsAffected(moved) !== 1) return false
+  ]
+  if (numbered.length > 0) {
+    // The next event numbers, from the count the database holds, in this same transaction: gapless
+    // whichever instance holds the lease (the primary key refuses a number given twice).
+    statements.push(
+      deps.db.run(sql`
+        INSERT INTO fhir_topic_events (subscription_id, event_number, event_seq)
+        SELECT ${sub.id}, (SELECT event_count FROM fhir_topic_subscriptions WHERE subscription_id = ${sub.id}) + j.key + 1, j.value
+        FROM json_each(${JSON.stringify(numbered)}) j
+        WHERE ${held}`),
+      deps.db.run(sql`
+        UPDATE fhir_topic_subscriptions SET event_count = event_count + ${numbered.length}
+        WHERE subscription_id = ${sub.id} AND ${held}`),
+    )
+  }
+  statements.push(deps.db.run(sql`UPDATE subscriptions SET cursor_seq = ${upTo} WHERE id = ${sub.id} AND ${held}`))
+  const results = await deps.db.batch(statements as unknown as [(typeof statements)[0], ...typeof statements])
+  if (rowsAffected(results[results.length - 1]) !== 1) return false
   sub.cursorSeq = upTo
   return true
 }
+
+/** A FHIR topic subscription's view was deleted: its last notification (fhir.topic.delivery.ts). */
+const endsTopic = (sub: SubscriptionRow, e: EventScope) =>
+  e.type === 'view.deleted' && e.viewId !== null && e.viewId === sub.viewId
 
 /** The subscription's own filters: its types (or `*`), its panel, its view. */
 function selects(sub: SubscriptionRow, e: EventScope): boolean {
@@ -248,7 +277,14 @@ async function deliverHead(deps: ServiceDeps, job: HeadJob): Promise<HeadResult>
   const { sub, head } = job
   let body = head.payload
   let eventId = ''
-  if (body === null) {
+  let fhir: FhirDelivery | undefined
+  if (sub.kind === 'fhir-topic') {
+    const built = await fhirDeliveryOf(deps, sub, head, job.readable, job.clock().toISOString())
+    if ('pass' in built) return pass(deps, job, built.pass, built.error)
+    fhir = built
+    body = built.body
+    eventId = built.eventId
+  } else if (body === null) {
     const event = await readEvent(deps.db, sub.tenantId, Number(head.eventSeq))
     if (!event) return pass(deps, job, 'failed', `Event ${head.eventSeq} is no longer retained (events retention)`)
     const scope = { type: event.type, panelId: nullableNumber(event.panelId), viewId: nullableNumber(event.viewId) }
@@ -268,9 +304,15 @@ async function deliverHead(deps: ServiceDeps, job: HeadJob): Promise<HeadResult>
     eventType: head.eventType,
     deliveryId: head.deliveryId,
     attempt,
+    ...(fhir ? { contentType: fhir.contentType, headers: fhir.headers, timeoutMs: fhir.timeoutMs } : {}),
   })
   if (outcome.interrupted) return 'retry'
-  return record(deps, job, attempt, outcome)
+  const result = await record(deps, job, attempt, outcome)
+  if (fhir) {
+    const final = result !== 'retry'
+    await afterFhirAttempt(deps, sub, head, { ok: outcome.ok, error: outcome.error, final }, job.clock().toISOString())
+  }
+  return result
 }
 
 /** Ends a head delivery without an attempt; it does not count toward disabling. */
