@@ -1,22 +1,13 @@
-import { createRoute, z } from '@hono/zod-openapi'
+import { createRoute } from '@hono/zod-openapi'
 import { sendFhir } from '../../http/fhir.ts'
 import { OPENAPI_INFO } from '../../http/openapi-info.ts'
 import { createRouter } from '../../http/router.ts'
 import { fhirBase } from './fhir.base.ts'
 import { capabilityStatement } from './fhir.capability.ts'
+import { fhirResource } from './fhir.resource-schema.ts'
+import { fhirSubscriptionRouter } from './fhir.subscription.routes.ts'
 
-/** An R4 resource in an OpenAPI response: FHIR JSON, described but not re-validated here. */
-export const fhirResource = (description: string, resourceType: string) => ({
-  description,
-  content: {
-    'application/fhir+json': {
-      schema: z
-        .object({ resourceType: z.literal(resourceType) })
-        .passthrough()
-        .openapi(`Fhir${resourceType}`),
-    },
-  },
-})
+export { fhirResource }
 
 const metadataRoute = createRoute({
   method: 'get',
@@ -27,6 +18,8 @@ const metadataRoute = createRoute({
   responses: { 200: fhirResource('The CapabilityStatement', 'CapabilityStatement') },
 })
 
-export const fhirRouter = createRouter().openapi(metadataRoute, (c) =>
-  sendFhir(c, capabilityStatement(fhirBase(c), { name: OPENAPI_INFO.info.title, version: OPENAPI_INFO.info.version }), 200),
-)
+export const fhirRouter = createRouter()
+  .openapi(metadataRoute, (c) =>
+    sendFhir(c, capabilityStatement(fhirBase(c), { name: OPENAPI_INFO.info.title, version: OPENAPI_INFO.info.version }), 200),
+  )
+  .route('/', fhirSubscriptionRouter)
