@@ -1,0 +1,21 @@
+import { describe, expect, it } from 'vitest'
+import { patientOfRow, patientReferenceOf } from '../../../src/modules/fhir/fhir.patient.ts'
+
+describe('the patient of a row', () => {
+  it('reads Patient/<id>, a bare id and an absolute Patient URL; nothing else', () => {
+    expect(patientReferenceOf('Patient/p-1.2')).toBe('Patient/p-1.2')
+    expect(patientReferenceOf('p1')).toBe('Patient/p1')
+    expect(patientReferenceOf(42)).toBe('Patient/42')
+    expect(patientReferenceOf('https://ehr.example/fhir/Patient/9')).toBe('https://ehr.example/fhir/Patient/9')
+    for (const v of ['Observation/1', 'two words', '', null, undefined, 4.5, ['p1'], { id: 'p1' }]) {
+      expect(patientReferenceOf(v)).toBeNull()
+    }
+  })
+
+  it('takes the workflow column first, then a Patient/<id> key', () => {
+    expect(patientOfRow({ MRN: 'p7' }, 'Patient/k', 'MRN')).toBe('Patient/p7')
+    expect(patientOfRow({ MRN: null }, 'Patient/k', 'MRN')).toBe('Patient/k')
+    expect(patientOfRow({ MRN: 'p7' }, 'Patient/k', null)).toBe('Patient/k')
+    expect(patientOfRow({ MRN: null }, 'import:3', 'MRN')).toBeNull()
+  })
+})
