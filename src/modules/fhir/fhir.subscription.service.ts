@@ -3,7 +3,8 @@ import type { ServiceContext } from '../../context.ts'
 import { fhirTopicSubscriptions, subscriptionDeliveries, subscriptions } from '../../db/schema-live.ts'
 import { AppError, invalid, notFound } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
-import { mayReadEvent, ownerContext } from '../subscriptions/subscriptions.access.ts'
+import { loadWorkflow } from '../../rowstore/workflow.ts'
+import { ownerContext, readableMemo } from '../subscriptions/subscriptions.access.ts'
 import { watchTenant } from '../subscriptions/subscriptions.kick.ts'
 import type { SubscriptionRow } from '../subscriptions/subscriptions.schemas.ts'
 import { generateSecret } from '../subscriptions/subscriptions.sign.ts'
@@ -162,14 +163,13 @@ export async function fhirSubscriptionEvents(ctx: ServiceContext, id: number, q:
     WHERE t.subscription_id = ${id} AND t.event_number BETWEEN ${since} AND ${until}
     ORDER BY t.event_number`)
   const owner = ownerContext(ctx, row.tenantId, row.userId)
-  const columns = new Map<number, Promise<string | null>>()
+  const readable = readableMemo(owner)
+  const patientColumn = row.panelId === null ? null : ((await loadWorkflow(ctx, row.panelId))?.patientReference ?? null)
   const events: TopicEvent[] = []
   for (const e of logged) {
     const scope = { type: e.type, panelId: nullable(e.panelId), viewId: nullable(e.viewId) }
-    if (!(await mayReadEvent(owner, scope))) continue
-    events.push(
-      await toTopicEvent(ctx, row.tenantId, Number(e.n), { ...e, panelId: scope.panelId, viewId: scope.viewId }, columns),
-    )
+    if (!(await readable(scope))) continue
+    events.push(toTopicEvent(Number(e.n), { ...e, viewId: scope.viewId }, patientColumn))
   }
   const facts = { ...statusFacts(row, fhir, 'query-event'), events }
   return notificationBundle(facts, q.content ?? fhir.payload, isoNow(ctx.clock))

@@ -1,9 +1,7 @@
-import { eq, sql } from 'drizzle-orm'
+import { sql } from 'drizzle-orm'
 import type { ServiceDeps } from '../../context.ts'
 import { rowsAffected } from '../../db/client.ts'
-import { type FhirSubscriptionStatus, fhirTopicSubscriptions } from '../../db/schema-live.ts'
-import { loadWorkflow } from '../../rowstore/workflow.ts'
-import { readEvent } from '../events/events.log.ts'
+import type { FhirSubscriptionStatus, fhirTopicSubscriptions } from '../../db/schema-live.ts'
 import type { EventScope } from '../subscriptions/subscriptions.access.ts'
 import type { DeliveryRow, SubscriptionRow } from '../subscriptions/subscriptions.schemas.ts'
 import { type NotificationType, notificationBundle, type StatusFacts, type TopicEvent } from './fhir.notification.ts'
@@ -29,11 +27,26 @@ export interface FhirDelivery {
   headers: Record<string, string>
   /** The subscription's timeout extension, in ms. */
   timeoutMs?: number
+  /** A success changes nothing of the subscription (afterFhirAttempt may skip it). */
+  quiet: boolean
 }
 
 export type FhirDeliveryResult = FhirDelivery | { pass: 'failed' | 'skipped'; error: string }
 
-type FhirRow = typeof fhirTopicSubscriptions.$inferSelect
+/** What a delivery reads of a subscription's FHIR side. */
+type FhirRow = Pick<
+  typeof fhirTopicSubscriptions.$inferSelect,
+  | 'subscriptionId'
+  | 'tenantId'
+  | 'status'
+  | 'payload'
+  | 'topic'
+  | 'heartbeatSeconds'
+  | 'timeoutSeconds'
+  | 'headers'
+  | 'eventCount'
+  | 'error'
+>
 
 /** The notification a head delivery of a `fhir-topic` subscription sends, or why it is passed over. */
 export async function fhirDeliveryOf(
@@ -43,8 +56,9 @@ export async function fhirDeliveryOf(
   readable: (e: EventScope) => Promise<boolean>,
   now: string,
 ): Promise<FhirDeliveryResult> {
-  const [fhir] = await deps.db.select().from(fhirTopicSubscriptions).where(eq(fhirTopicSubscriptions.subscriptionId, sub.id))
-  if (!fhir) return { pass: 'failed', error: 'The FHIR side of the subscription is missing' }
+  const found = await readDelivery(deps, sub, head)
+  if (!found) return { pass: 'failed', error: 'The FHIR side of the subscription is missing' }
+  const { fhir, event } = found
   const facts = (type: NotificationType, status: FhirSubscriptionStatus, eventsSinceStart: number): StatusFacts => ({
     base: baseOfTopic(fhir.topic),
     subscriptionId: sub.id,
@@ -66,15 +80,24 @@ export async function fhirDeliveryOf(
     bundle = notificationBundle(f, fhir.payload, now)
     eventId = `view-deleted-${sub.viewId}`
   } else {
-    const event = await topicEvent(deps, sub, head, readable)
-    if ('pass' in event) return event
-    bundle = notificationBundle({ ...facts('event-notification', fhir.status, event.number), events: [event] }, fhir.payload, now)
+    if (!event) return { pass: 'failed', error: `Event ${head.eventSeq} is no longer retained (events retention)` }
+    if (event.number === null) return { pass: 'failed', error: `Event ${head.eventSeq} has no event number` }
+    const scope = { type: event.type, panelId: event.panelId, viewId: event.viewId }
+    if (!(await readable(scope))) return { pass: 'skipped', error: 'The owner may no longer read this event' }
+    const topicEvent = toTopicEvent(event.number, event, event.patientColumn)
+    bundle = notificationBundle(
+      { ...facts('event-notification', fhir.status, event.number), events: [topicEvent] },
+      fhir.payload,
+      now,
+    )
     eventId = String(event.number)
   }
   const headers = await headersOf(deps, fhir)
   if (!headers) return { pass: 'failed', error: 'channel.header cannot be decrypted (was ENCRYPTION_KEY changed?)' }
   const timeoutMs = fhir.timeoutSeconds === null ? undefined : fhir.timeoutSeconds * 1000
-  return { body: JSON.stringify(bundle), eventId, contentType: FHIR_JSON_TYPE, headers, timeoutMs }
+  // An active subscription without heartbeats has nothing to record after a success.
+  const quiet = fhir.status === 'active' && fhir.heartbeatSeconds === null
+  return { body: JSON.stringify(bundle), eventId, contentType: FHIR_JSON_TYPE, headers, timeoutMs, quiet }
 }
 
 export const viewDeletedError = (viewId: number | null) => `The view (Group/${viewId}) was deleted: the subscription has ended`
@@ -88,9 +111,10 @@ export async function afterFhirAttempt(
   deps: ServiceDeps,
   sub: SubscriptionRow,
   head: DeliveryRow,
-  outcome: { ok: boolean; error: string | null; final: boolean },
+  outcome: { ok: boolean; error: string | null; final: boolean; quiet: boolean },
   now: string,
 ): Promise<void> {
+  if (outcome.ok && outcome.quiet && head.eventType !== 'view.deleted') return
   if (head.eventType === 'view.deleted') {
     const error = viewDeletedError(sub.viewId)
     await deps.db.batch([
@@ -137,44 +161,72 @@ export async function queueFhirHeartbeats(deps: ServiceDeps, now: Date): Promise
 
 // --- Internal helpers ---
 
-/** A row event of the log as the topic's numbered event, or why it is passed over. */
-async function topicEvent(
+interface LoggedTopicEvent {
+  number: number | null
+  type: string
+  occurredAt: string
+  panelId: number | null
+  viewId: number | null
+  data: string
+  patientColumn: string | null
+}
+
+/**
+ * One read for a head delivery: the subscription's FHIR side and, for a log event, the event with
+ * its number and the panel's patient column.
+ */
+async function readDelivery(
   deps: ServiceDeps,
   sub: SubscriptionRow,
   head: DeliveryRow,
-  readable: (e: EventScope) => Promise<boolean>,
-): Promise<TopicEvent | { pass: 'failed' | 'skipped'; error: string }> {
-  const seq = Number(head.eventSeq)
-  const [event, [numbered]] = await Promise.all([
-    readEvent(deps.db, sub.tenantId, seq),
-    deps.db.all<{ n: number }>(
-      sql`SELECT event_number AS n FROM fhir_topic_events WHERE subscription_id = ${sub.id} AND event_seq = ${seq}`,
-    ),
-  ])
-  if (!event) return { pass: 'failed', error: `Event ${seq} is no longer retained (events retention)` }
-  if (!numbered) return { pass: 'failed', error: `Event ${seq} has no event number` }
-  const scope = { type: event.type, panelId: event.panelId ?? null, viewId: event.viewId ?? null }
-  if (!(await readable(scope))) return { pass: 'skipped', error: 'The owner may no longer read this event' }
-  return toTopicEvent(deps, sub.tenantId, Number(numbered.n), event)
+): Promise<{ fhir: FhirRow; event?: LoggedTopicEvent } | undefined> {
+  const seq = head.eventSeq ?? -1
+  const [row] = await deps.db.all<Record<string, unknown>>(sql`
+    SELECT f.subscription_id, f.tenant_id, f.status, f.payload, f.topic, f.heartbeat_seconds, f.timeout_seconds, f.headers,
+      f.event_count, f.error, e.seq, e.type, e.occurred_at, e.panel_id, e.view_id, e.data,
+      (SELECT event_number FROM fhir_topic_events t WHERE t.subscription_id = f.subscription_id AND t.event_seq = ${seq}) AS number,
+      (SELECT p.workflow ->> '$.patientReference' FROM panels p WHERE p.id = e.panel_id AND p.tenant_id = f.tenant_id) AS patient_column
+    FROM fhir_topic_subscriptions f
+    LEFT JOIN events e ON e.tenant_id = f.tenant_id AND e.seq = ${seq}
+    WHERE f.subscription_id = ${sub.id}`)
+  if (!row) return undefined
+  const n = (v: unknown) => (v === null || v === undefined ? null : Number(v))
+  const fhir: FhirRow = {
+    subscriptionId: Number(row.subscription_id),
+    tenantId: String(row.tenant_id),
+    status: row.status as FhirSubscriptionStatus,
+    payload: row.payload as FhirRow['payload'],
+    topic: String(row.topic),
+    heartbeatSeconds: n(row.heartbeat_seconds),
+    timeoutSeconds: n(row.timeout_seconds),
+    headers: (row.headers as string | null) ?? null,
+    eventCount: Number(row.event_count),
+    error: (row.error as string | null) ?? null,
+  }
+  if (row.seq === null || row.seq === undefined) return { fhir }
+  return {
+    fhir,
+    event: {
+      number: n(row.number),
+      type: String(row.type),
+      occurredAt: String(row.occurred_at),
+      panelId: n(row.panel_id),
+      viewId: n(row.view_id),
+      data: String(row.data),
+      patientColumn: (row.patient_column as string | null) ?? null,
+    },
+  }
 }
 
 /** A logged row event as a topic event: its patient from the panel's workflow column or its key. */
-export async function toTopicEvent(
-  deps: ServiceDeps,
-  tenantId: string,
+export function toTopicEvent(
   number: number,
-  event: { type: string; occurredAt: string; panelId?: number | null; viewId?: number | null; data: string | object },
-  patientColumns = new Map<number, Promise<string | null>>(),
-): Promise<TopicEvent> {
+  event: { type: string; occurredAt: string; viewId?: number | null; data: string | object },
+  patientColumn: string | null,
+): TopicEvent {
   const data = (typeof event.data === 'string' ? JSON.parse(event.data) : event.data) as {
     key: string
     row: Record<string, unknown> | null
-  }
-  const panelId = Number(event.panelId)
-  let column = patientColumns.get(panelId)
-  if (!column) {
-    column = loadWorkflow({ db: deps.db, scope: { tenantId } }, panelId).then((w) => w?.patientReference ?? null)
-    patientColumns.set(panelId, column)
   }
   return {
     number,
@@ -183,7 +235,7 @@ export async function toTopicEvent(
     kind: event.type.slice('row.'.length) as MembershipEvent,
     key: data.key,
     row: data.row ?? null,
-    focus: patientOfRow(data.row ?? null, data.key, await column),
+    focus: patientOfRow(data.row ?? null, data.key, patientColumn),
   }
 }
 

@@ -310,7 +310,8 @@ async function deliverHead(deps: ServiceDeps, job: HeadJob): Promise<HeadResult>
   const result = await record(deps, job, attempt, outcome)
   if (fhir) {
     const final = result !== 'retry'
-    await afterFhirAttempt(deps, sub, head, { ok: outcome.ok, error: outcome.error, final }, job.clock().toISOString())
+    const facts = { ok: outcome.ok, error: outcome.error, final, quiet: fhir.quiet }
+    await afterFhirAttempt(deps, sub, head, facts, job.clock().toISOString())
   }
   return result
 }
