@@ -8,6 +8,7 @@ import { runSync } from '../modules/datasources/datasources.sync.ts'
 import { leaseFree, recoverInterruptedSyncs } from '../modules/datasources/datasources.sync-lease.ts'
 import { pruneEvents } from '../modules/events/events.retention.ts'
 import { queueFhirHeartbeats } from '../modules/fhir/fhir.topic.delivery.ts'
+import { pruneFhirTopicEvents } from '../modules/fhir/fhir.topic.retention.ts'
 import { deliverDueWebhooks } from '../modules/subscriptions/subscriptions.queue.ts'
 import { expireDuePublications } from '../modules/views/views.expiry.ts'
 import { pruneViewPasswordFailures } from '../modules/views/views.password.ts'
@@ -25,7 +26,7 @@ export type { MaintenanceReport }
  * events among them, and the heartbeats of FHIR topic subscriptions); recovers syncs whose lease ran out; runs the sources whose `nextSyncAt` is due, one after
  * another, oldest first, at most `limit` per call; recomputes panels left stale; ends publications
  * past their expiry; deletes expired access records and change-feed events (a bounded batch per
- * step), and the wrong-password counts of views whose window has ended. A source another runner
+ * step; then the FHIR topic event numbers of the events gone), and the wrong-password counts of views whose window has ended. A source another runner
  * holds is skipped (its lease decides). Sources of deleted panels are never run.
  */
 export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(), limit = 20): Promise<MaintenanceReport> {
@@ -82,6 +83,7 @@ export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(
   report.expired = await expireDuePublications((tenantId) => systemContext(deps, tenantId), deps.db, now)
   report.auditPruned = await pruneAccessRecords(deps, now)
   report.eventsPruned = await pruneEvents(deps, now)
+  await pruneFhirTopicEvents(deps)
   report.passwordFailuresPruned = await pruneViewPasswordFailures(deps.db, now)
   return report
 }

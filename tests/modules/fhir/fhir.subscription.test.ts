@@ -366,6 +366,36 @@ describe('$events, heartbeats, the end of the view and delete', () => {
     expect(bad.body.resourceType).toBe('OperationOutcome')
   })
 
+  it('forgets the numbers of events the feed no longer retains', async () => {
+    const r = await receiver()
+    const created = await subscribe(r, { payload: 'empty' })
+    await received(r, 1)
+    await emit(t.deps, 'tenant-a', [rowEvent('row.entered', 'Patient/old', {}), rowEvent('row.entered', 'Patient/new', {})])
+    await received(r, 3)
+    const numbered = async () =>
+      (
+        await t.client.execute({
+          sql: 'SELECT count(*) AS n FROM fhir_topic_events WHERE subscription_id = ?',
+          args: [created.id],
+        })
+      ).rows[0].n
+    expect(Number(await numbered())).toBe(2)
+    // Retention removes the older event (as pruneEvents would past EVENTS_RETENTION_MAX).
+    await t.client.execute({
+      sql: "DELETE FROM events WHERE tenant_id = 'tenant-a' AND seq = (SELECT event_seq FROM fhir_topic_events WHERE subscription_id = ? AND event_number = 1)",
+      args: [created.id],
+    })
+    await t.client.execute({
+      sql: "DELETE FROM events WHERE tenant_id = 'tenant-a' AND seq < (SELECT event_seq FROM fhir_topic_events WHERE subscription_id = ? AND event_number = 1)",
+      args: [created.id],
+    })
+    await runMaintenanceTick(t.deps)
+    expect(Number(await numbered())).toBe(1)
+    const replay = checkNotification((await alice.get(`/fhir/Subscription/${created.id}/$events`)).body, 'empty')
+    expect(replay.events.map((e) => [e.number, e.focus])).toEqual([[2, 'Patient/new']])
+    expect(replay.eventsSinceStart).toBe(2)
+  })
+
   it('sends a heartbeat after the heartbeat period without notifications, from the maintenance tick', async () => {
     const r = await receiver()
     await subscribe(r, { heartbeat: 60 })
