@@ -7,7 +7,8 @@
  * BENCH_TOPIC_GAP_MS (500); each row enters the view, so every subscription gets one notification
  * per row. Measured per (row, subscription): the time from the import request to the notification's
  * arrival (an upper bound of commit → notification: it includes the write itself); p50, p95, max,
- * and the server's peak RSS (VmHWM). Target: p95 ≤ 1 s.
+ * the server's CPU time per notification (user + system over the rows' phase: the machine-independent
+ * cost) and its peak RSS (VmHWM). Target: p95 ≤ 1 s.
  */
 import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
@@ -27,6 +28,11 @@ const root = new URL('..', import.meta.url).pathname
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN
+/** The server's CPU time so far (user + system), in ms, from /proc (clock ticks of 10 ms). */
+const cpuMs = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
 const kbOf = (pid: number, field: string) =>
   Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1])
 
@@ -38,6 +44,8 @@ interface Report {
   p95: number
   max: number
   writeP50: number
+  /** The server's CPU time over the rows' phase per notification received. */
+  cpuPerNotificationMs: number
   peakRssMb: number
 }
 
@@ -118,6 +126,7 @@ async function run(base: string, pid: number): Promise<Report> {
     ]
     const sentAt = new Map<string, number>()
     const writes: number[] = []
+    const cpuBefore = cpuMs(pid)
     for (let r = 0; r < ROUNDS; r++) {
       const patient = `Patient/b${r}`
       const t0 = performance.now()
@@ -131,6 +140,7 @@ async function run(base: string, pid: number): Promise<Report> {
     }
     const expected = SUBS * ROUNDS
     for (let waited = 0; receivers.arrivals.size < expected && waited < 30_000; waited += 100) await sleep(100)
+    const cpu = cpuMs(pid) - cpuBefore
     const latencies: number[] = []
     for (const [key, at] of receivers.arrivals) {
       const t0 = sentAt.get(key.split('|')[1])
@@ -148,6 +158,7 @@ async function run(base: string, pid: number): Promise<Report> {
         [...writes].sort((a, b) => a - b),
         50,
       ),
+      cpuPerNotificationMs: cpu / Math.max(1, latencies.length),
       peakRssMb: kbOf(pid, 'VmHWM') / 1024,
     }
   } finally {
@@ -169,6 +180,7 @@ function table(r: Report): string {
     ['row.entered → notification p95', `${r.p95.toFixed(1)} ms`, '≤ 1000 ms', r.p95 <= 1000 ? 'pass' : 'FAIL'],
     ['row.entered → notification max', `${r.max.toFixed(1)} ms`, '', ''],
     ['the write itself (import round trip) p50', `${r.writeP50.toFixed(1)} ms`, '', ''],
+    ['server CPU per notification (rows phase, imports included)', `${r.cpuPerNotificationMs.toFixed(2)} ms`, '', ''],
     ['server peak RSS (VmHWM)', `${r.peakRssMb.toFixed(1)} MB`, '', ''],
   ]
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => row[i].length)))

@@ -83,11 +83,12 @@ type Clock = () => Date
 /** Takes the subscription's lease, serves its queue, gives the lease back. */
 async function serveSubscription(deps: ServiceDeps, id: number, clock: Clock, report: DeliveryReport) {
   const token = crypto.randomUUID()
-  if (!(await takeLease(deps, id, token, clock))) return
+  let sub = await takeLease(deps, id, token, clock)
+  if (!sub) return
   report.subscriptions++
+  // The row as the lease's UPDATE answered it: the first attempt needs no renewal to read it fresh.
+  let fresh = true
   try {
-    let [sub] = await deps.db.select().from(subscriptions).where(eq(subscriptions.id, id))
-    if (!sub?.active) return
     let sealed = ''
     let secret = ''
     const unseal = async (row: SubscriptionRow) => {
@@ -117,9 +118,12 @@ async function serveSubscription(deps: ServiceDeps, id: number, clock: Clock, re
       }
       if (head.nextAttemptAt !== null && head.nextAttemptAt > clock().toISOString()) return
       // The row as it is now: deactivated, deleted or taken over stops here; a new url or secret applies.
-      const fresh = await renewLease(deps, id, token, clock)
-      if (!fresh || !(await unseal(fresh))) return
-      sub = fresh
+      if (!fresh) {
+        const renewed = await renewLease(deps, id, token, clock)
+        if (!renewed || !(await unseal(renewed))) return
+        sub = renewed
+      }
+      fresh = false
       const result = await deliverHead(deps, { sub, head, secret, token, readable, clock })
       if (result === 'passed') continue
       sent++
@@ -136,14 +140,25 @@ async function serveSubscription(deps: ServiceDeps, id: number, clock: Clock, re
   }
 }
 
-/** The lease is free (none, or expired): one UPDATE takes it, so of several runners exactly one wins. */
-async function takeLease(deps: ServiceDeps, id: number, token: string, clock: Clock): Promise<boolean> {
+/**
+ * The lease is free (none, or expired): one UPDATE takes it, so of several runners exactly one wins,
+ * and answers the subscription as it is (undefined: another runner holds it, or it is inactive).
+ */
+async function takeLease(deps: ServiceDeps, id: number, token: string, clock: Clock): Promise<SubscriptionRow | undefined> {
   const now = clock()
   const expires = new Date(now.getTime() + leaseMs(deps)).toISOString()
-  const taken = await deps.db.run(sql`
-    UPDATE subscriptions SET lease_token = ${token}, lease_expires_at = ${expires}
-    WHERE id = ${id} AND active = 1 AND (lease_token IS NULL OR lease_expires_at < ${now.toISOString()})`)
-  return rowsAffected(taken) === 1
+  const [row] = await deps.db
+    .update(subscriptions)
+    .set({ leaseToken: token, leaseExpiresAt: expires })
+    .where(
+      and(
+        eq(subscriptions.id, id),
+        eq(subscriptions.active, true),
+        sql`(${subscriptions.leaseToken} IS NULL OR ${subscriptions.leaseExpiresAt} < ${now.toISOString()})`,
+      ),
+    )
+    .returning()
+  return row
 }
 
 /**
