@@ -29,7 +29,7 @@ let viewId: number
 const receivers: FixtureServer[] = []
 
 beforeAll(async () => {
-  t = await makeTestApp({ env: { PUBLIC_BASE_URL: 'https://panels.example.org', WEBHOOK_TIMEOUT_MS: '1000' } })
+  t = await makeTestApp({ env: { PUBLIC_BASE_URL: 'https://panels.example.org', WEBHOOK_TIMEOUT_MS: '3000' } })
   alice = clientFor(t.app, 'tenant-a', 'alice')
   bob = clientFor(t.app, 'tenant-a', 'bob')
   eve = clientFor(t.app, 'tenant-b', 'eve')
@@ -64,12 +64,16 @@ interface Options {
   filters?: string[]
   payload?: string
   heartbeat?: number
+  timeout?: number
   header?: string[]
 }
 
 /** A backport Subscription to `r`'s endpoint (view `viewId` unless the filters say otherwise). */
 function subscription(r: FixtureServer, o: Options = {}): Record<string, unknown> {
-  const channelExtension = o.heartbeat ? [{ url: `${IG}/backport-heartbeat-period`, valueUnsignedInt: o.heartbeat }] : []
+  const channelExtension = [
+    ...(o.heartbeat ? [{ url: `${IG}/backport-heartbeat-period`, valueUnsignedInt: o.heartbeat }] : []),
+    ...(o.timeout ? [{ url: `${IG}/backport-timeout`, valueUnsignedInt: o.timeout }] : []),
+  ]
   return {
     resourceType: 'Subscription',
     status: 'requested',
@@ -79,7 +83,7 @@ function subscription(r: FixtureServer, o: Options = {}): Record<string, unknown
       extension: (o.filters ?? [`Group?_id=${viewId}`]).map((f) => ({ url: `${IG}/backport-filter-criteria`, valueString: f })),
     },
     channel: {
-      extension: [{ url: `${IG}/backport-timeout`, valueUnsignedInt: 5 }, ...channelExtension],
+      ...(channelExtension.length > 0 ? { extension: channelExtension } : {}),
       type: 'rest-hook',
       endpoint: `${r.url}/notify`,
       payload: 'application/fhir+json',
@@ -92,7 +96,12 @@ function subscription(r: FixtureServer, o: Options = {}): Record<string, unknown
 async function subscribe(r: FixtureServer, o: Options = {}, c: TestClient = alice) {
   const res = await c.post('/fhir/Subscription', subscription(r, o), FHIR)
   expect(res.status, JSON.stringify(res.body)).toBe(201)
-  return res.body as { id: string; status: string; extension: { url: string; valueString: string }[] }
+  return res.body as {
+    id: string
+    status: string
+    extension: { url: string; valueString: string }[]
+    channel: { extension?: unknown[] }
+  }
 }
 
 /** Runs delivery steps until `r` holds `n` requests (the kick after a commit may send them first). */
@@ -170,6 +179,19 @@ describe('POST /fhir/Subscription', () => {
     }
     const read = await alice.get(`/fhir/Subscription/${created.id}`)
     expect(read.body).toMatchObject({ status: 'error', error: expect.stringContaining('HTTP 500') })
+  })
+
+  it('waits for an answer no longer than its timeout extension', async () => {
+    const r = await receiver(() => 'hang')
+    const created = await subscribe(r, { timeout: 1 })
+    expect(created.channel.extension).toEqual([{ url: `${IG}/backport-timeout`, valueUnsignedInt: 1 }])
+    let read = await alice.get(`/fhir/Subscription/${created.id}`)
+    for (let waited = 0; read.body.status !== 'error' && waited < 5_000; waited += 50) {
+      await step(t.deps)
+      await sleep(50)
+      read = await alice.get(`/fhir/Subscription/${created.id}`)
+    }
+    expect(read.body).toMatchObject({ status: 'error', error: expect.stringContaining('Timed out after 1000 ms') })
   })
 
   it('names the element at fault in a 400 OperationOutcome', async () => {
