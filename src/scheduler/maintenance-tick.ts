@@ -23,11 +23,13 @@ export type { MaintenanceReport }
  * cron trigger (Workers). Its nine jobs, in order: applies what time changed of the work state
  * (expired claims freed, `row.overdue`, ended snoozes: docs/worklist.md "Time rules"), first, so no
  * long sync holds it back; sends the outbound webhook deliveries that are due (the time step's
- * events among them, and the heartbeats of FHIR topic subscriptions); recovers syncs whose lease ran out; runs the sources whose `nextSyncAt` is due, one after
- * another, oldest first, at most `limit` per call; recomputes panels left stale; ends publications
- * past their expiry; deletes expired access records and change-feed events (a bounded batch per
- * step; then the FHIR topic event numbers of the events gone), and the wrong-password counts of views whose window has ended. A source another runner
- * holds is skipped (its lease decides). Sources of deleted panels are never run.
+ * events among them, and the heartbeats of FHIR topic subscriptions, queued just before); recovers
+ * syncs whose lease ran out; runs the sources whose `nextSyncAt` is due, one after another, oldest
+ * first, at most `limit` per call; recomputes panels left stale; ends publications past their
+ * expiry; deletes expired access records and change-feed events (a bounded batch per step; then
+ * the FHIR topic event numbers of the events gone), and the wrong-password counts of views whose
+ * window has ended. A source another runner holds is skipped (its lease decides). Sources of
+ * deleted panels are never run.
  */
 export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(), limit = 20): Promise<MaintenanceReport> {
   const report: MaintenanceReport = {
