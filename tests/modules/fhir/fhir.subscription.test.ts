@@ -480,6 +480,8 @@ describe('tenancy and ownership', () => {
     expect((await alice.get(`/fhir/Subscription/${created.id}`)).status).toBe(200)
     // The JSON API's webhook list keeps to webhooks.
     expect((await alice.get('/api/subscriptions')).body.subscriptions).toEqual([])
+    expect((await alice.get(`/api/subscriptions/${created.id}`)).status).toBe(404)
+    expect((await alice.delete(`/api/subscriptions/${created.id}`)).status).toBe(404)
   })
 
   it('lists Subscription and the topic canonical in the CapabilityStatement', async () => {
