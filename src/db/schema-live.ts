@@ -175,6 +175,8 @@ export const subscriptions = sqliteTable(
     tenantId: text().notNull(),
     /** The owner (creator): deliveries carry only events this user may read. */
     userId: text().notNull(),
+    /** `webhook` (the JSON API's) or `fhir-topic` (a FHIR backport Subscription: fhirTopicSubscriptions). */
+    kind: text().$type<SubscriptionKind>().notNull().default('webhook'),
     url: text().notNull(),
     /** Event types, or `['*']` for every type. */
     events: text({ mode: 'json' }).$type<string[]>().notNull(),
@@ -195,6 +197,65 @@ export const subscriptions = sqliteTable(
   (t) => [
     index('subscriptions_tenant_user_idx').on(t.tenantId, t.userId),
     index('subscriptions_active_idx').on(t.active, t.tenantId),
+  ],
+)
+
+export type SubscriptionKind = 'webhook' | 'fhir-topic'
+
+/** A FHIR Subscription's own status (R4 Subscription.status; the backport IG's handshake decides). */
+export type FhirSubscriptionStatus = 'requested' | 'active' | 'error' | 'off'
+
+/** What a FHIR topic notification carries beside its SubscriptionStatus (the backport payload-content). */
+export type FhirPayloadContent = 'empty' | 'id-only' | 'full-resource'
+
+/**
+ * The FHIR side of a `fhir-topic` subscription (docs/fhir.md "View membership as a topic"): one row
+ * per `subscriptions` row of that kind, which holds the endpoint, owner, view, event types, cursor
+ * and lease, so the same queue delivers it. `eventCount` is `events-since-subscription-start`: the
+ * last event number given (fhirTopicEvents).
+ */
+export const fhirTopicSubscriptions = sqliteTable('fhir_topic_subscriptions', {
+  subscriptionId: integer()
+    .primaryKey()
+    .references(() => subscriptions.id, { onDelete: 'cascade' }),
+  tenantId: text().notNull(),
+  status: text().$type<FhirSubscriptionStatus>().notNull(),
+  payload: text().$type<FhirPayloadContent>().notNull(),
+  /** The topic canonical as the client sent it. */
+  topic: text().notNull(),
+  /** The filter-criteria values as sent (`Group?_id=…`, `Group?membership-event=…`). */
+  filters: text({ mode: 'json' }).$type<string[]>().notNull(),
+  heartbeatSeconds: integer(),
+  timeoutSeconds: integer(),
+  /** channel.header, encrypted (`enc:v1:…`): they may hold the receiver's credentials. */
+  headers: text(),
+  /** R4 Subscription.end, reason and the client's other fields as sent (JSON text). */
+  resource: text({ mode: 'json' }).$type<Record<string, unknown>>().notNull(),
+  eventCount: integer().notNull().default(0),
+  /** When the last notification was delivered (or the subscription created): the heartbeat's clock. */
+  lastSentAt: text().notNull(),
+  /** Why the status is `error`, as the SubscriptionStatus `error` says it. */
+  error: text(),
+  ...timestamps,
+})
+
+/**
+ * The event numbers of a `fhir-topic` subscription: each event of the log the queue takes in for it
+ * gets the next number, in the same statement batch as the delivery, so numbers start at 1 and rise
+ * by one without gaps, whichever instance takes them. `$events` replays from here.
+ */
+export const fhirTopicEvents = sqliteTable(
+  'fhir_topic_events',
+  {
+    subscriptionId: integer()
+      .notNull()
+      .references(() => subscriptions.id, { onDelete: 'cascade' }),
+    eventNumber: integer().notNull(),
+    eventSeq: integer().notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.subscriptionId, t.eventNumber] }),
+    uniqueIndex('fhir_topic_events_seq_idx').on(t.subscriptionId, t.eventSeq),
   ],
 )
 

@@ -34,6 +34,8 @@ export type AppEnv = {
     responseHeaders: HeaderRecord
     /** Set by the audit middleware of routes that read rows. */
     access?: AccessEntry
+    /** A request of the FHIR face (set by fhirGuard): its errors are OperationOutcomes. */
+    fhirFace?: boolean
   }
 }
 

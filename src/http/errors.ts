@@ -10,7 +10,7 @@ import { FHIR_JSON, isFhirRequest, operationOutcome } from './fhir.ts'
  * error is an `OperationOutcome` (application/fhir+json) with the same status and headers.
  */
 export function render(c: Context<AppEnv>, err: AppError) {
-  if (isFhirRequest(c)) {
+  if (c.get('fhirFace') || isFhirRequest(c)) {
     return c.body(JSON.stringify(operationOutcome(err, c.get('requestId'))), err.status as 400, {
       ...err.headers,
       'Content-Type': FHIR_JSON,

@@ -14,6 +14,8 @@ const PUBLIC_PATHS = new Set(['/fhir/metadata'])
  */
 export const fhirGuard = (): MiddlewareHandler<AppEnv> =>
   async function fhirGuard(c, next) {
+    // Inside the face's router the path is relative to it: the renderer asks this mark instead.
+    c.set('fhirFace', true)
     if (!PUBLIC_PATHS.has(appPath(c))) {
       const verifying = authenticate(c)
       if (verifying) await verifying

@@ -7,6 +7,8 @@ import { pruneAccessRecords } from '../modules/audit/audit.service.ts'
 import { runSync } from '../modules/datasources/datasources.sync.ts'
 import { leaseFree, recoverInterruptedSyncs } from '../modules/datasources/datasources.sync-lease.ts'
 import { pruneEvents } from '../modules/events/events.retention.ts'
+import { queueFhirHeartbeats } from '../modules/fhir/fhir.topic.delivery.ts'
+import { pruneFhirTopicEvents } from '../modules/fhir/fhir.topic.retention.ts'
 import { deliverDueWebhooks } from '../modules/subscriptions/subscriptions.queue.ts'
 import { expireDuePublications } from '../modules/views/views.expiry.ts'
 import { pruneViewPasswordFailures } from '../modules/views/views.password.ts'
@@ -21,11 +23,13 @@ export type { MaintenanceReport }
  * cron trigger (Workers). Its nine jobs, in order: applies what time changed of the work state
  * (expired claims freed, `row.overdue`, ended snoozes: docs/worklist.md "Time rules"), first, so no
  * long sync holds it back; sends the outbound webhook deliveries that are due (the time step's
- * events among them); recovers syncs whose lease ran out; runs the sources whose `nextSyncAt` is due, one after
- * another, oldest first, at most `limit` per call; recomputes panels left stale; ends publications
- * past their expiry; deletes expired access records and change-feed events (a bounded batch per
- * step), and the wrong-password counts of views whose window has ended. A source another runner
- * holds is skipped (its lease decides). Sources of deleted panels are never run.
+ * events among them, and the heartbeats of FHIR topic subscriptions, queued just before); recovers
+ * syncs whose lease ran out; runs the sources whose `nextSyncAt` is due, one after another, oldest
+ * first, at most `limit` per call; recomputes panels left stale; ends publications past their
+ * expiry; deletes expired access records and change-feed events (a bounded batch per step; then
+ * the FHIR topic event numbers of the events gone), and the wrong-password counts of views whose
+ * window has ended. A source another runner holds is skipped (its lease decides). Sources of
+ * deleted panels are never run.
  */
 export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(), limit = 20): Promise<MaintenanceReport> {
   const report: MaintenanceReport = {
@@ -43,7 +47,9 @@ export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(
     time: { panels: 0, freed: 0, overdue: 0, woken: 0 },
   }
   report.time = await runTimeStep(deps, now)
-  // Deliveries next: they are bounded per step and waiting for them, while syncs are not.
+  // Deliveries next: they are bounded per step and waiting for them, while syncs are not. The FHIR
+  // topic subscriptions' due heartbeats join their queues first, so this step sends them.
+  await queueFhirHeartbeats(deps, now)
   report.webhooks = await deliverDueWebhooks(deps, { now })
   report.recovered = await recoverInterruptedSyncs(deps.db, now)
   const at = now.toISOString()
@@ -79,6 +85,7 @@ export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(
   report.expired = await expireDuePublications((tenantId) => systemContext(deps, tenantId), deps.db, now)
   report.auditPruned = await pruneAccessRecords(deps, now)
   report.eventsPruned = await pruneEvents(deps, now)
+  await pruneFhirTopicEvents(deps)
   report.passwordFailuresPruned = await pruneViewPasswordFailures(deps.db, now)
   return report
 }

@@ -1,3 +1,5 @@
+import { BACKPORT, topicCanonical } from './fhir.topic.ts'
+
 /**
  * What the /fhir face serves, as the entries of its R4 CapabilityStatement (`GET /fhir/metadata`).
  * Each feature of the face lists its resource below, so the statement names exactly what is served
@@ -9,7 +11,8 @@ export interface CapabilityResource {
   interaction: { code: 'read' | 'search-type' | 'create' | 'delete' | 'update' }[]
   searchParam?: { name: string; type: 'string' | 'token' | 'number' | 'date' | 'reference' | 'uri'; documentation?: string }[]
   operation?: { name: string; definition: string; documentation?: string }[]
-  extension?: unknown[]
+  /** The entry's extensions; a function of the face's base (`…/fhir`) when they name its URLs. */
+  extension?: unknown[] | ((base: string) => unknown[])
 }
 
 /** Patient lists (docs/fhir.md "Patient lists"): each view the caller may read is a Group. */
@@ -37,8 +40,22 @@ const GROUP: CapabilityResource = {
   ],
 }
 
+const OPERATIONS = 'http://hl7.org/fhir/uv/subscriptions-backport/OperationDefinition'
+
 /** The served resources, in the order the statement lists them. */
-export const CAPABILITY_RESOURCES: readonly CapabilityResource[] = [GROUP]
+export const CAPABILITY_RESOURCES: readonly CapabilityResource[] = [
+  GROUP,
+  {
+    type: 'Subscription',
+    profile: BACKPORT.subscriptionProfile,
+    interaction: [{ code: 'create' }, { code: 'read' }, { code: 'search-type' }, { code: 'delete' }],
+    operation: [
+      { name: 'status', definition: `${OPERATIONS}/backport-subscription-status` },
+      { name: 'events', definition: `${OPERATIONS}/backport-subscription-events` },
+    ],
+    extension: (base) => [{ url: BACKPORT.topicCanonical, valueCanonical: topicCanonical(base) }],
+  },
+]
 
 /** The CapabilityStatement of the face, `base` being the face's absolute URL (`…/fhir`). */
 export function capabilityStatement(base: string, software: { name: string; version: string }, extension: unknown[] = []) {
@@ -59,7 +76,9 @@ export function capabilityStatement(base: string, software: { name: string; vers
           description: 'A bearer token (HS256 JWT with tenantId and userId claims), the same as the JSON API.',
         },
         ...(extension.length ? { extension } : {}),
-        resource: CAPABILITY_RESOURCES,
+        resource: CAPABILITY_RESOURCES.map((r) =>
+          typeof r.extension === 'function' ? { ...r, extension: r.extension(base) } : r,
+        ),
       },
     ],
   }

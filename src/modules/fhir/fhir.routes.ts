@@ -5,6 +5,7 @@ import { createRouter } from '../../http/router.ts'
 import { fhirBase } from './fhir.base.ts'
 import { capabilityStatement } from './fhir.capability.ts'
 import { fhirResource } from './fhir.resource.ts'
+import { fhirSubscriptionRouter } from './fhir.subscription.routes.ts'
 import { groupRouter } from './group.routes.ts'
 
 export { fhirResource }
@@ -23,3 +24,4 @@ export const fhirRouter = createRouter()
     sendFhir(c, capabilityStatement(fhirBase(c), { name: OPENAPI_INFO.info.title, version: OPENAPI_INFO.info.version }), 200),
   )
   .route('/', groupRouter)
+  .route('/', fhirSubscriptionRouter)

@@ -9,7 +9,7 @@ import { prepareViewRows } from '../views/views.query.ts'
 import { rowLimitsFor } from '../views/views.rows-scope.ts'
 import { toViewDto } from '../views/views.schemas.ts'
 import { listViews, loadVisibleView, requireViewPermission } from '../views/views.service.ts'
-import { patientOfRow } from './group.patient.ts'
+import { patientOfRow } from './fhir.patient.ts'
 import { type GroupSearch, nameMatches } from './group.search.ts'
 
 /**

@@ -13,6 +13,12 @@ export interface AttemptRequest {
   eventType: string
   deliveryId: string
   attempt: number
+  /** `application/json` unless given (a FHIR topic notification is `application/fhir+json`). */
+  contentType?: string
+  /** The subscriber's own headers (a FHIR Subscription's channel.header); the delivery's headers win. */
+  headers?: Record<string, string>
+  /** A shorter time-out than WEBHOOK_TIMEOUT_MS (a FHIR Subscription's timeout extension). */
+  timeoutMs?: number
 }
 
 /** How one attempt went: a 2xx acknowledges; anything else is a failure with its reason. */
@@ -36,7 +42,7 @@ export interface AttemptOutcome {
 export async function sendAttempt(deps: ServiceDeps, req: AttemptRequest): Promise<AttemptOutcome> {
   const refusal = await urlRefusal(deps, req.url)
   if (refusal) return { ok: false, statusCode: null, durationMs: 0, error: `Refused: ${refusal}` }
-  const timeoutMs = deps.config.webhooks.timeoutMs
+  const timeoutMs = Math.min(deps.config.webhooks.timeoutMs, req.timeoutMs ?? Number.POSITIVE_INFINITY)
   const abort = new AbortController()
   const timer = setTimeout(() => abort.abort(), timeoutMs)
   const stop = () => abort.abort()
@@ -56,7 +62,8 @@ export async function sendAttempt(deps: ServiceDeps, req: AttemptRequest): Promi
       body: req.body,
       signal: abort.signal,
       headers: {
-        'Content-Type': 'application/json',
+        ...req.headers,
+        'Content-Type': req.contentType ?? 'application/json',
         'User-Agent': 'panels-webhooks/1',
         'X-Event-Id': req.eventId,
         'X-Event-Type': req.eventType,

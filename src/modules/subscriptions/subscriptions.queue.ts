@@ -4,6 +4,7 @@ import { rowsAffected } from '../../db/client.ts'
 import { subscriptionDeliveries, subscriptions } from '../../db/schema-live.ts'
 import { readEvent } from '../events/events.log.ts'
 import { toEventDto } from '../events/events.schemas.ts'
+import { afterFhirAttempt, type FhirDelivery, fhirDeliveryOf } from '../fhir/fhir.topic.delivery.ts'
 import { type EventScope, ownerContext, readableMemo } from './subscriptions.access.ts'
 import { type AttemptOutcome, sendAttempt } from './subscriptions.deliver.ts'
 import type { DeliveryReport } from './subscriptions.report.ts'
@@ -82,11 +83,12 @@ type Clock = () => Date
 /** Takes the subscription's lease, serves its queue, gives the lease back. */
 async function serveSubscription(deps: ServiceDeps, id: number, clock: Clock, report: DeliveryReport) {
   const token = crypto.randomUUID()
-  if (!(await takeLease(deps, id, token, clock))) return
+  let sub = await takeLease(deps, id, token, clock)
+  if (!sub) return
   report.subscriptions++
+  // The row as the lease's UPDATE answered it: the first attempt needs no renewal to read it fresh.
+  let fresh = true
   try {
-    let [sub] = await deps.db.select().from(subscriptions).where(eq(subscriptions.id, id))
-    if (!sub?.active) return
     let sealed = ''
     let secret = ''
     const unseal = async (row: SubscriptionRow) => {
@@ -116,9 +118,12 @@ async function serveSubscription(deps: ServiceDeps, id: number, clock: Clock, re
       }
       if (head.nextAttemptAt !== null && head.nextAttemptAt > clock().toISOString()) return
       // The row as it is now: deactivated, deleted or taken over stops here; a new url or secret applies.
-      const fresh = await renewLease(deps, id, token, clock)
-      if (!fresh || !(await unseal(fresh))) return
-      sub = fresh
+      if (!fresh) {
+        const renewed = await renewLease(deps, id, token, clock)
+        if (!renewed || !(await unseal(renewed))) return
+        sub = renewed
+      }
+      fresh = false
       const result = await deliverHead(deps, { sub, head, secret, token, readable, clock })
       if (result === 'passed') continue
       sent++
@@ -135,14 +140,25 @@ async function serveSubscription(deps: ServiceDeps, id: number, clock: Clock, re
   }
 }
 
-/** The lease is free (none, or expired): one UPDATE takes it, so of several runners exactly one wins. */
-async function takeLease(deps: ServiceDeps, id: number, token: string, clock: Clock): Promise<boolean> {
+/**
+ * The lease is free (none, or expired): one UPDATE takes it, so of several runners exactly one wins,
+ * and answers the subscription as it is (undefined: another runner holds it, or it is inactive).
+ */
+async function takeLease(deps: ServiceDeps, id: number, token: string, clock: Clock): Promise<SubscriptionRow | undefined> {
   const now = clock()
   const expires = new Date(now.getTime() + leaseMs(deps)).toISOString()
-  const taken = await deps.db.run(sql`
-    UPDATE subscriptions SET lease_token = ${token}, lease_expires_at = ${expires}
-    WHERE id = ${id} AND active = 1 AND (lease_token IS NULL OR lease_expires_at < ${now.toISOString()})`)
-  return rowsAffected(taken) === 1
+  const [row] = await deps.db
+    .update(subscriptions)
+    .set({ leaseToken: token, leaseExpiresAt: expires })
+    .where(
+      and(
+        eq(subscriptions.id, id),
+        eq(subscriptions.active, true),
+        sql`(${subscriptions.leaseToken} IS NULL OR ${subscriptions.leaseExpiresAt} < ${now.toISOString()})`,
+      ),
+    )
+    .returning()
+  return row
 }
 
 /**
@@ -184,7 +200,9 @@ async function enqueue(
   const now = clock().toISOString()
   const rows: [string, number | null, string, string | null][] = []
   const firstSeq = events.length > 0 ? Number(events[0].seq) : lastSeq + 1
-  if (firstSeq > cursor + 1) {
+  const fhir = sub.kind === 'fhir-topic'
+  // A FHIR topic subscription numbers its notifications; a pruned gap is no notification of its topic.
+  if (firstSeq > cursor + 1 && !fhir) {
     const deliveryId = crypto.randomUUID()
     const notice = {
       id: `expired-${cursor + 1}-${firstSeq - 1}`,
@@ -195,15 +213,22 @@ async function enqueue(
     }
     rows.push([deliveryId, null, notice.type, JSON.stringify(notice)])
   }
+  const numbered: number[] = []
   for (const e of events) {
     const event: EventScope = { type: e.type, panelId: nullableNumber(e.panel_id), viewId: nullableNumber(e.view_id) }
+    if (fhir && endsTopic(sub, event)) {
+      // The end of the subscribed view: its subscribers learn it whoever may read the panel.
+      rows.push([crypto.randomUUID(), Number(e.seq), e.type, null])
+      continue
+    }
     if (!selects(sub, event) || !(await readable(event))) continue
     rows.push([crypto.randomUUID(), Number(e.seq), e.type, null])
+    if (fhir) numbered.push(Number(e.seq))
   }
   const upTo = events.length > 0 ? Number(events[events.length - 1].seq) : lastSeq
   // Both or neither, and only while this runner holds the lease at the cursor it read.
   const held = sql`EXISTS (SELECT 1 FROM subscriptions WHERE id = ${sub.id} AND lease_token = ${token} AND cursor_seq = ${cursor})`
-  const [, moved] = await deps.db.batch([
+  const statements = [
     deps.db.run(sql`
       INSERT OR IGNORE INTO subscription_deliveries (tenant_id, subscription_id, delivery_id, event_seq, event_type, payload,
         status, attempts, next_attempt_at, created_at, updated_at)
@@ -211,12 +236,31 @@ async function enqueue(
       FROM json_each(${JSON.stringify(rows)}) j
       WHERE ${held}
       ORDER BY j.key`),
-    deps.db.run(sql`UPDATE subscriptions SET cursor_seq = ${upTo} WHERE id = ${sub.id} AND ${held}`),
-  ])
-  if (rowsAffected(moved) !== 1) return false
+  ]
+  if (numbered.length > 0) {
+    // The next event numbers, from the count the database holds, in this same transaction: gapless
+    // whichever instance holds the lease (the primary key refuses a number given twice).
+    statements.push(
+      deps.db.run(sql`
+        INSERT INTO fhir_topic_events (subscription_id, event_number, event_seq)
+        SELECT ${sub.id}, (SELECT event_count FROM fhir_topic_subscriptions WHERE subscription_id = ${sub.id}) + j.key + 1, j.value
+        FROM json_each(${JSON.stringify(numbered)}) j
+        WHERE ${held}`),
+      deps.db.run(sql`
+        UPDATE fhir_topic_subscriptions SET event_count = event_count + ${numbered.length}
+        WHERE subscription_id = ${sub.id} AND ${held}`),
+    )
+  }
+  statements.push(deps.db.run(sql`UPDATE subscriptions SET cursor_seq = ${upTo} WHERE id = ${sub.id} AND ${held}`))
+  const results = await deps.db.batch(statements as unknown as [(typeof statements)[0], ...typeof statements])
+  if (rowsAffected(results[results.length - 1]) !== 1) return false
   sub.cursorSeq = upTo
   return true
 }
+
+/** A FHIR topic subscription's view was deleted: its last notification (fhir.topic.delivery.ts). */
+const endsTopic = (sub: SubscriptionRow, e: EventScope) =>
+  e.type === 'view.deleted' && e.viewId !== null && e.viewId === sub.viewId
 
 /** The subscription's own filters: its types (or `*`), its panel, its view. */
 function selects(sub: SubscriptionRow, e: EventScope): boolean {
@@ -248,7 +292,14 @@ async function deliverHead(deps: ServiceDeps, job: HeadJob): Promise<HeadResult>
   const { sub, head } = job
   let body = head.payload
   let eventId = ''
-  if (body === null) {
+  let fhir: FhirDelivery | undefined
+  if (sub.kind === 'fhir-topic') {
+    const built = await fhirDeliveryOf(deps, sub, head, job.readable, job.clock().toISOString())
+    if ('pass' in built) return pass(deps, job, built.pass, built.error)
+    fhir = built
+    body = built.body
+    eventId = built.eventId
+  } else if (body === null) {
     const event = await readEvent(deps.db, sub.tenantId, Number(head.eventSeq))
     if (!event) return pass(deps, job, 'failed', `Event ${head.eventSeq} is no longer retained (events retention)`)
     const scope = { type: event.type, panelId: nullableNumber(event.panelId), viewId: nullableNumber(event.viewId) }
@@ -268,9 +319,16 @@ async function deliverHead(deps: ServiceDeps, job: HeadJob): Promise<HeadResult>
     eventType: head.eventType,
     deliveryId: head.deliveryId,
     attempt,
+    ...(fhir ? { contentType: fhir.contentType, headers: fhir.headers, timeoutMs: fhir.timeoutMs } : {}),
   })
   if (outcome.interrupted) return 'retry'
-  return record(deps, job, attempt, outcome)
+  const result = await record(deps, job, attempt, outcome)
+  if (fhir) {
+    const final = result !== 'retry'
+    const facts = { ok: outcome.ok, error: outcome.error, final, quiet: fhir.quiet }
+    await afterFhirAttempt(deps, sub, head, facts, job.clock().toISOString())
+  }
+  return result
 }
 
 /** Ends a head delivery without an attempt; it does not count toward disabling. */

@@ -26,8 +26,13 @@ import { requireDeliverableUrl } from './subscriptions.url.ts'
  * are the queue's business (subscriptions.queue.ts); this module stores what to send where.
  */
 
+/** The caller's webhook subscriptions (a FHIR topic subscription is the /fhir face's: fhir.subscription.service.ts). */
 const ownedBy = (ctx: ServiceContext) =>
-  and(eq(subscriptions.tenantId, ctx.scope.tenantId), eq(subscriptions.userId, ctx.scope.userId))
+  and(
+    eq(subscriptions.tenantId, ctx.scope.tenantId),
+    eq(subscriptions.userId, ctx.scope.userId),
+    eq(subscriptions.kind, 'webhook'),
+  )
 
 /** The caller's subscription, or a 404 naming it. */
 export async function requireSubscription(ctx: ServiceContext, id: number): Promise<SubscriptionRow> {

@@ -1,5 +1,6 @@
 /**
- * The patient of a row, for the FHIR face's patient lists (docs/fhir.md "Patient lists"). Pure.
+ * The patient of a row, for the FHIR face's patient lists and its membership notifications
+ * (docs/fhir.md "The patient of a row"). Pure.
  *
  * - When the panel's workflow names a `patientReference` column and the row's cell there holds a
  *   value, that value decides: `Patient/<id>` or an absolute URL ending in `/Patient/<id>` is kept
@@ -18,7 +19,7 @@ const ABSOLUTE = /^https?:\/\/[^\s]+\/Patient\/[A-Za-z0-9\-.]{1,64}$/
 const blank = (value: unknown) => value === null || value === undefined || (typeof value === 'string' && value.trim() === '')
 
 /** The Patient reference a cell value names, or undefined. */
-function referenceOfValue(value: unknown): string | undefined {
+export function patientReferenceOf(value: unknown): string | undefined {
   if (typeof value === 'number') return Number.isSafeInteger(value) && value >= 0 ? `Patient/${value}` : undefined
   if (typeof value !== 'string') return undefined
   if (RELATIVE.test(value) || ABSOLUTE.test(value)) return value
@@ -31,6 +32,6 @@ function referenceOfValue(value: unknown): string | undefined {
  * names a patient column, `cell` that column's value for the row.
  */
 export function patientOfRow(key: string, column: boolean, cell: unknown): string | undefined {
-  if (column && !blank(cell)) return referenceOfValue(cell)
+  if (column && !blank(cell)) return patientReferenceOf(cell)
   return RELATIVE.test(key) ? key : undefined
 }
