@@ -2,7 +2,7 @@ import type { Context, ErrorHandler, NotFoundHandler } from 'hono'
 import { HTTPException } from 'hono/http-exception'
 import { ZodError } from 'zod'
 import { AppError, issuesToDetails, type ZodIssueLike } from '../errors.ts'
-import { type AppEnv, appPath } from './context.ts'
+import { type AppEnv, appPath, mountPath } from './context.ts'
 import { FHIR_JSON, isFhirPath, operationOutcome } from './fhir.ts'
 
 /**
@@ -10,7 +10,8 @@ import { FHIR_JSON, isFhirPath, operationOutcome } from './fhir.ts'
  * error is an `OperationOutcome` (application/fhir+json) with the same status and headers.
  */
 export function render(c: Context<AppEnv>, err: AppError) {
-  if (isFhirPath(appPath(c))) {
+  // Inside the face's router the mount path ends with `/fhir` and the path is relative to it.
+  if (isFhirPath(appPath(c)) || mountPath(c).endsWith('/fhir')) {
     return c.body(JSON.stringify(operationOutcome(err, c.get('requestId'))), err.status as 400, {
       ...err.headers,
       'Content-Type': FHIR_JSON,
