@@ -13,7 +13,27 @@ export interface CapabilityResource {
 }
 
 /** The served resources, in the order the statement lists them. */
-export const CAPABILITY_RESOURCES: readonly CapabilityResource[] = []
+export const CAPABILITY_RESOURCES: readonly CapabilityResource[] = [
+  {
+    type: 'ViewDefinition',
+    profile: 'https://sql-on-fhir.org/ig/StructureDefinition/ViewDefinition',
+    interaction: [],
+    operation: [
+      {
+        name: 'viewdefinition-run',
+        definition: 'http://sql-on-fhir.org/OperationDefinition/$viewdefinition-run',
+        documentation:
+          'POST /fhir/ViewDefinition/$viewdefinition-run, /fhir/ViewDefinition/{id}/$viewdefinition-run: rows as json, ndjson or csv.',
+      },
+      {
+        name: 'viewdefinition-export',
+        definition: 'http://sql-on-fhir.org/OperationDefinition/$viewdefinition-export',
+        documentation:
+          'POST /fhir/$viewdefinition-export, /fhir/ViewDefinition/$viewdefinition-export, /fhir/ViewDefinition/{id}/$viewdefinition-export: asynchronous; ndjson or csv files, one per view.',
+      },
+    ],
+  },
+]
 
 /** The CapabilityStatement of the face, `base` being the face's absolute URL (`…/fhir`). */
 export function capabilityStatement(base: string, software: { name: string; version: string }, extension: unknown[] = []) {

@@ -1,7 +1,7 @@
 import { and, eq, isNull, lt, or } from 'drizzle-orm'
 import type { ServiceDeps } from '../../context.ts'
 import { dataSources, type ExportCursor, type ExportViewState, viewDefinitionExports } from '../../db/schema.ts'
-import { type Row, rowsOf, ViewRunError, type ViewPlan } from '../../engine/sof/index.ts'
+import { type Row, rowsOf, type ViewPlan, ViewRunError } from '../../engine/sof/index.ts'
 import { AppError } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { noFileStoreMessage } from '../../lib/files.ts'
@@ -77,6 +77,7 @@ class SliceRunner {
   private cursor: ExportCursor
   private readonly deadline: number
   private readonly partResources: number
+  private wrote = false
 
   constructor(
     private readonly deps: ServiceDeps,
@@ -102,7 +103,8 @@ class SliceRunner {
       const writer = rowWriter(plan, params.format, params.header)
       try {
         for (;;) {
-          if (this.outOfTime()) return this.release()
+          // Every slice writes at least one part, so each makes progress however short its time.
+          if (this.wrote && this.outOfTime()) return this.release()
           const part = { read: 0, rows: 0, after: this.cursor.after, ended: false }
           const body = partStream(input, plan, writer, view.parts === 0, params.patients, this.partResources, part)
           await files.write(partPath(this.job.id, v, view.parts, params.format), body, { maxBytes: PART_MAX_BYTES })
@@ -113,6 +115,7 @@ class SliceRunner {
             ? { view: v + 1, read: 0, done }
             : { view: v, after: part.after, read: this.cursor.read + part.read, done }
           if (!(await this.record())) return this.lost()
+          this.wrote = true
           if (part.ended) break
         }
       } finally {
@@ -193,10 +196,7 @@ class SliceRunner {
   }
 
   private async release(): Promise<SliceOutcome> {
-    await this.deps.db
-      .update(viewDefinitionExports)
-      .set({ leaseId: null, leaseExpiresAt: null })
-      .where(this.held())
+    await this.deps.db.update(viewDefinitionExports).set({ leaseId: null, leaseExpiresAt: null }).where(this.held())
     return 'more'
   }
 
@@ -212,7 +212,15 @@ class SliceRunner {
     const expiresAt = new Date(now.getTime() + this.deps.config.exportTtlHours * 3600_000).toISOString()
     const [ended] = await this.deps.db
       .update(viewDefinitionExports)
-      .set({ ...set, views: this.views, cursor: this.cursor, finishedAt: now.toISOString(), expiresAt, leaseId: null, leaseExpiresAt: null })
+      .set({
+        ...set,
+        views: this.views,
+        cursor: this.cursor,
+        finishedAt: now.toISOString(),
+        expiresAt,
+        leaseId: null,
+        leaseExpiresAt: null,
+      })
       .where(this.held())
       .returning({ id: viewDefinitionExports.id })
     return ended !== undefined

@@ -152,12 +152,7 @@ function readView(p: Record<string, unknown>, at: string, issues: FieldIssue[]):
  * A parameter export shares with `$viewdefinition-run`, read by run's reader (with a placeholder
  * view, so only this parameter's problems come back), renamed to its place in this request.
  */
-function sharedParameter(
-  p: Record<string, unknown>,
-  i: number,
-  issues: FieldIssue[],
-  request: ExportRequest,
-) {
+function sharedParameter(p: Record<string, unknown>, i: number, issues: FieldIssue[], request: ExportRequest) {
   try {
     const run = readRunParameters({
       resourceType: 'Parameters',

@@ -1,6 +1,6 @@
 import { AppError, type ErrorCode } from '../../errors.ts'
-import type { ExportJob } from './viewdefinitions.export-job.ts'
 import { exportProgress } from './viewdefinitions.export.service.ts'
+import type { ExportJob } from './viewdefinitions.export-job.ts'
 
 /**
  * What the export's URLs answer (docs/fhir.md "ViewDefinition export"): the kick-off and a poll of a

@@ -38,7 +38,10 @@ const kickoff = (path: string, withId: boolean) =>
   })
 
 const ExportIdParam = z.object({
-  exportId: z.string().uuid().openapi({ param: { name: 'exportId', in: 'path' } }),
+  exportId: z
+    .string()
+    .uuid()
+    .openapi({ param: { name: 'exportId', in: 'path' } }),
 })
 
 const statusRoute = createRoute({
@@ -87,7 +90,10 @@ const fileRoute = createRoute({
   responses: {
     200: {
       description: 'The view’s rows',
-      content: { 'application/x-ndjson': { schema: { type: 'string' as const } }, 'text/csv': { schema: { type: 'string' as const } } },
+      content: {
+        'application/x-ndjson': { schema: { type: 'string' as const } },
+        'text/csv': { schema: { type: 'string' as const } },
+      },
     },
     ...errorResponses,
   },

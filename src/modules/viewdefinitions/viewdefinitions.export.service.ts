@@ -24,7 +24,7 @@ import { compileOrRefuse, requireViewDefinition } from './viewdefinitions.servic
  * ones after EXPORT_TTL_HOURS.
  */
 
-export { type ExportJob, type SliceOptions, runExportSlice }
+export { type ExportJob, runExportSlice, type SliceOptions }
 
 /** Starts an export; `request` is the kick-off's URL (the manifest's `request`). */
 export async function startExport(
@@ -100,7 +100,8 @@ export async function exportFile(ctx: ServiceContext, id: string, index: number,
   if (job.status !== 'completed' || !view || job.params.format !== format) {
     throw new AppError('NOT_FOUND', `File ${index}.${format} of export ${id} not found`, null, 'File not found')
   }
-  if (job.params.source) noteAccess(ctx, { dataSourceId: job.params.source.id, rowCount: view.rows, query: { export: id, file: index } })
+  if (job.params.source)
+    noteAccess(ctx, { dataSourceId: job.params.source.id, rowCount: view.rows, query: { export: id, file: index } })
   else noteAccess(ctx, { readsNothingStored: true })
   return {
     body: viewFile(ctx.files!, id, index, view.parts, format),
