@@ -24,7 +24,7 @@ import { rowsRouter } from './modules/rows/rows.routes.ts'
 import { subscriptionsRouter } from './modules/subscriptions/subscriptions.routes.ts'
 import { viewDefinitionExportRouter } from './modules/viewdefinitions/viewdefinitions.export.routes.ts'
 import { panelViewDefinitionRouter } from './modules/viewdefinitions/viewdefinitions.panel.routes.ts'
-import { viewDefinitionsRouter } from './modules/viewdefinitions/viewdefinitions.routes.ts'
+import { fhirViewDefinitionsRouter, viewDefinitionsRouter } from './modules/viewdefinitions/viewdefinitions.routes.ts'
 import { viewsRouter } from './modules/views/views.routes.ts'
 import { commentsRouter } from './modules/work/comments.routes.ts'
 import { workRouter } from './modules/work/work.routes.ts'
@@ -68,6 +68,7 @@ export function createApp(makeDeps: MakeDeps) {
   app.route('/api', panelViewDefinitionRouter)
   app.route('/api', subscriptionsRouter)
   app.route('/fhir', fhirRouter)
+  app.route('/fhir', fhirViewDefinitionsRouter)
   app.route('/fhir', viewDefinitionExportRouter('fhir'))
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'Bearer', {

@@ -17,7 +17,11 @@ export const CAPABILITY_RESOURCES: readonly CapabilityResource[] = [
   {
     type: 'ViewDefinition',
     profile: 'https://sql-on-fhir.org/ig/StructureDefinition/ViewDefinition',
-    interaction: [],
+    interaction: [{ code: 'read' }, { code: 'search-type' }, { code: 'create' }, { code: 'update' }, { code: 'delete' }],
+    searchParam: [
+      { name: 'name', type: 'string', documentation: 'The view’s name, exactly' },
+      { name: 'resource', type: 'token', documentation: 'The resource type the view reads' },
+    ],
     operation: [
       {
         name: 'viewdefinition-run',

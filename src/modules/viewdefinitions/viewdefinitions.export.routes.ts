@@ -69,7 +69,7 @@ const deleteRoute = createRoute({
   summary: 'Cancel a running export, or remove a finished one and its files',
   security: bearer,
   request: { params: ExportIdParam },
-  responses: { 202: { description: 'Cancelled or removed' }, ...errorResponses },
+  responses: { 202: anyJson('Cancelled or removed: a `Parameters` with exportId and status `cancelled`'), ...errorResponses },
 })
 
 const fileRoute = createRoute({
@@ -146,8 +146,16 @@ export function viewDefinitionExportRouter(which: keyof typeof FACES) {
       return sendJson(c, exportManifest(job, statusUrl(face, c, id)), 200, face.mediaType) as never
     })
     .openapi(deleteRoute, async (c) => {
-      await deleteExport(ctxOf(c), c.req.valid('param').exportId)
-      return c.body(null, 202)
+      const id = c.req.valid('param').exportId
+      await deleteExport(ctxOf(c), id)
+      const cancelled = {
+        resourceType: 'Parameters',
+        parameter: [
+          { name: 'exportId', valueString: id },
+          { name: 'status', valueCode: 'cancelled' },
+        ],
+      }
+      return sendJson(c, cancelled, 202, face.mediaType) as never
     })
     .openapi(fileRoute, async (c) => {
       const { exportId, file } = c.req.valid('param')

@@ -397,3 +397,34 @@ async function waitFor(id: string, ready: (row: any) => boolean) {
   }
   throw new Error(`export ${id} never reached the awaited state`)
 }
+
+describe('ViewDefinition under /fhir', () => {
+  it('stores, reads, lists as a searchset Bundle and runs views as FHIR JSON', async () => {
+    const fhirClient = clientFor(t.app, 'tenant-a', 'dora')
+    const created = await fhirClient.post('/fhir/ViewDefinition', names)
+    expect(created.status).toBe(201)
+    expect(created.headers.get('content-type')).toBe('application/fhir+json')
+    expect(created.headers.get('location')).toBe(`http://localhost/fhir/ViewDefinition/${created.body.id}`)
+    const read = await fhirClient.get(`/fhir/ViewDefinition/${created.body.id}`)
+    expect(read.body).toMatchObject({ resourceType: 'ViewDefinition', id: created.body.id, name: 'given_names' })
+    const list = await fhirClient.get('/fhir/ViewDefinition?resource=Patient')
+    expect(list.body).toMatchObject({
+      resourceType: 'Bundle',
+      type: 'searchset',
+      total: 1,
+      entry: [{ fullUrl: `http://localhost/fhir/ViewDefinition/${created.body.id}`, resource: { id: created.body.id } }],
+    })
+    const run = await fhirClient.post(
+      `/fhir/ViewDefinition/${created.body.id}/$viewdefinition-run`,
+      params({ name: 'resource', resource: patients(1)[0] }),
+    )
+    expect(run.body).toEqual([
+      { id: 'pat-1', family: 'Smith', given: 'Ada' },
+      { id: 'pat-1', family: 'Smith', given: 'Q.' },
+    ])
+    const missing = await fhirClient.get('/fhir/ViewDefinition/999999')
+    expect(missing.status).toBe(404)
+    expect(missing.body.resourceType).toBe('OperationOutcome')
+    expect((await clientFor(t.app, 'tenant-b', 'dora').get(`/fhir/ViewDefinition/${created.body.id}`)).status).toBe(404)
+  })
+})
