@@ -339,7 +339,7 @@ export interface ExportRequestState {
   format: 'ndjson' | 'csv'
   header: boolean
   /** The data source read, and the generation that was current at kick-off (the export reads that one). */
-  source?: { id: number; generation: number }
+  source?: { id: number; generation: number; panelId: number }
   /** The input sent inline, kept as a file of the job (`input.ndjson`) until it ends. */
   inline: boolean
   since?: string

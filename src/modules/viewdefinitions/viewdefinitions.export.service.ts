@@ -44,11 +44,11 @@ export async function startExport(
     const name = view.name ?? (typeof definition.name === 'string' ? definition.name : `view_${i + 1}`)
     views.push({ name, resource: plan.resource, definition, parts: 0, rows: 0 })
   }
-  let source: { id: number; generation: number } | undefined
+  let source: { id: number; generation: number; panelId: number } | undefined
   let total = asked.resources.length
   if (asked.source !== undefined) {
     const row = await requireDataSource(ctx, asked.source)
-    source = { id: row.id, generation: row.currentGeneration }
+    source = { id: row.id, generation: row.currentGeneration, panelId: row.panelId }
     total = await countSourceRecords(ctx, source, asked.since)
   }
   const id = crypto.randomUUID()

@@ -340,6 +340,37 @@ describe('GET/DELETE of the status URL: progress, cancel, cleanup, expiry, tenan
     },
   )
 
+  it.skipIf(onTarget(['workers', 'deno'], SKIP.serverFiles))(
+    'fails with a 409 when its source is synchronised again before it ends, and removes its files',
+    async () => {
+      const { startExport } = await import('../../../src/modules/viewdefinitions/viewdefinitions.export.service.ts')
+      const job = await startExport(serverless(), params(viewOf(names), source()), 'http://localhost/api/x', undefined, {
+        partResources: 100,
+        budgetMs: 0,
+      })
+      await waitFor(job.id, (r) => r.leaseId === null && r.views[0].parts === 1)
+      expect((await alice.post(`/api/datasources/${sourceId}/sync`, {})).status).toBe(200)
+      const failed = await finished(`/api/$viewdefinition-export/${job.id}`)
+      expect(failed.status).toBe(409)
+      expect((await failed.json()).message).toMatch(
+        new RegExp(`Data source ${sourceId} was synchronised again during the export`),
+      )
+      expect(exportFiles(job.id)).toEqual([])
+    },
+  )
+
+  it("writes a download of a source's export to the read audit, with the source, its panel and the rows", async () => {
+    const { location } = await kickOff('/api/$viewdefinition-export', params(viewOf(names), source()))
+    const manifest = await (await finished(location)).json()
+    await t.client.execute('DELETE FROM access_records')
+    expect((await request('GET', manifest.output[0].url)).status).toBe(200)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    const records = await t.client.execute('SELECT user_id, action, data_source_id, row_count, outcome FROM access_records')
+    expect(records.rows.map((r) => ({ ...r }))).toMatchObject([
+      { user_id: 'alice', action: 'read', data_source_id: sourceId, row_count: PATIENTS * 2, outcome: 'success' },
+    ])
+  })
+
   it('DELETE of a running job stops it and leaves nothing behind', async () => {
     const { location, id } = await kickOff('/api/$viewdefinition-export', params(viewOf(names), source()))
     const deleted = await request('DELETE', location)
