@@ -167,7 +167,10 @@ export async function runExportMaintenance(deps: ServiceDeps, now: Date, limit =
     .limit(limit)
   for (const { id } of due) {
     if (deps.stopping?.aborted) break
-    if ((await runExportSlice(deps, id)) !== 'busy') report.resumed++
+    const outcome = await runExportSlice(deps, id)
+    if (outcome !== 'busy') report.resumed++
+    // On Node and Deno the rest runs in the background, as after a kick-off; on Workers the next tick or poll goes on.
+    if (outcome === 'more') carryOn(deps, id)
   }
   return report
 }
@@ -210,14 +213,17 @@ async function removeJob(deps: ServiceDeps, job: ExportJob) {
   await deps.db.delete(viewDefinitionExports).where(eq(viewDefinitionExports.id, job.id))
 }
 
-/** Runs slices in the background until the job ends, or (Workers) until a slice runs out of time. */
+/** Runs slices in the background until the job ends (Node, Deno), or one slice (Workers). */
 function carryOn(ctx: ServiceDeps, id: string, slice?: SliceOptions) {
   const work = async () => {
     for (;;) {
       const outcome = await runExportSlice(ctx, id, slice)
-      // On Workers the request's waitUntil ends soon after a slice's time: the next poll or tick goes on.
-      if (outcome !== 'more' || ctx.runtime === 'workers' || ctx.stopping?.aborted) return
+      if (outcome !== 'more' || ctx.stopping?.aborted) return
     }
   }
-  ctx.defer(work(), { what: '$viewdefinition-export', exportId: id })
+  // On Workers the request's waitUntil ends soon after a slice's time: one slice, and the next poll or tick goes on.
+  const once = async () => {
+    await runExportSlice(ctx, id, slice)
+  }
+  ctx.defer(ctx.runtime === 'workers' ? once() : work(), { what: '$viewdefinition-export', exportId: id })
 }

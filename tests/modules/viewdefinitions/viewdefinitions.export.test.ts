@@ -314,6 +314,22 @@ describe('GET/DELETE of the status URL: progress, cancel, cleanup, expiry, tenan
   )
 
   it.skipIf(onTarget(['workers', 'deno'], SKIP.serverFiles))(
+    'is carried on by the maintenance tick when nobody runs it',
+    async () => {
+      const { startExport } = await import('../../../src/modules/viewdefinitions/viewdefinitions.export.service.ts')
+      const job = await startExport(serverless(), params(viewOf(names), source()), 'http://localhost/api/x', undefined, {
+        partResources: 100,
+        budgetMs: 0,
+      })
+      await waitFor(job.id, (r) => r.leaseId === null && r.views[0].parts === 1)
+      expect((await runMaintenanceTick(t.deps)).exports.resumed).toBe(1)
+      const row = await waitFor(job.id, (r) => r.status === 'completed')
+      expect(row.views[0].rows).toBe(PATIENTS * 2)
+      expect(row.cursor.done).toBe(1220)
+    },
+  )
+
+  it.skipIf(onTarget(['workers', 'deno'], SKIP.serverFiles))(
     'DELETE cancels a running job: 404 at once, its files removed by the tick once its runner is gone',
     async () => {
       const { startExport } = await import('../../../src/modules/viewdefinitions/viewdefinitions.export.service.ts')
