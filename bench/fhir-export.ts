@@ -99,7 +99,8 @@ async function main() {
       `export / run resources/s = ${(run.seconds / exp.exportSeconds!).toFixed(2)}; peak RSS export / run = ${(exp.peakRssMiB / run.peakRssMiB).toFixed(2)}`,
     )
   } finally {
-    rmSync(dir, { recursive: true, force: true })
+    if (process.env.BENCH_KEEP_DIR) console.log(`kept ${dir}`)
+    else rmSync(dir, { recursive: true, force: true })
   }
 }
 
