@@ -22,20 +22,25 @@ const kickoffDescription =
   '`clientTrackingId`. Answers 202 with `Content-Location`, the status URL to poll (`Prefer: respond-async` is implied: ' +
   'the export is always asynchronous). `group` is refused (400).'
 
-const kickoff = (path: string, withId: boolean) =>
-  createRoute({
-    method: 'post',
-    path,
-    tags,
-    summary: 'Start an asynchronous export of ViewDefinitions (SQL-on-FHIR v2 $viewdefinition-export)',
-    description: kickoffDescription,
-    security: bearer,
-    request: {
-      ...(withId ? { params: ViewDefinitionIdParam } : {}),
-      body: { required: true, content: fhirJson(RunParameters) },
-    },
-    responses: { 202: anyJson('Accepted: a `Parameters` with exportId, status and location'), ...errorResponses },
-  })
+const kickoffRoute = {
+  method: 'post' as const,
+  tags,
+  summary: 'Start an asynchronous export of ViewDefinitions (SQL-on-FHIR v2 $viewdefinition-export)',
+  description: kickoffDescription,
+  security: bearer,
+  request: { body: { required: true, content: fhirJson(RunParameters) } },
+  responses: { 202: anyJson('Accepted: a `Parameters` with exportId, status and location'), ...errorResponses },
+}
+
+const kickoff = (path: '/$viewdefinition-export' | '/ViewDefinition/$viewdefinition-export') =>
+  createRoute({ ...kickoffRoute, path })
+
+const kickoffStored = createRoute({
+  ...kickoffRoute,
+  path: '/ViewDefinition/{id}/$viewdefinition-export',
+  summary: 'Start an asynchronous export of one of your stored ViewDefinitions',
+  request: { ...kickoffRoute.request, params: ViewDefinitionIdParam },
+})
 
 const ExportIdParam = z.object({
   exportId: z
@@ -128,11 +133,9 @@ export function viewDefinitionExportRouter(which: keyof typeof FACES) {
     return sendJson(c, exportState(job, location, 'accepted'), 202, face.mediaType) as never
   }
   return createRouter()
-    .openapi(kickoff('/$viewdefinition-export', false), (c) => started(c, c.req.valid('json')))
-    .openapi(kickoff('/ViewDefinition/$viewdefinition-export', false), (c) => started(c, c.req.valid('json')))
-    .openapi(kickoff('/ViewDefinition/{id}/$viewdefinition-export', true), (c) =>
-      started(c, c.req.valid('json'), (c.req.valid('param' as never) as { id: number }).id),
-    )
+    .openapi(kickoff('/$viewdefinition-export'), (c) => started(c, c.req.valid('json')))
+    .openapi(kickoff('/ViewDefinition/$viewdefinition-export'), (c) => started(c, c.req.valid('json')))
+    .openapi(kickoffStored, (c) => started(c, c.req.valid('json'), c.req.valid('param').id))
     .openapi(statusRoute, async (c) => {
       const id = c.req.valid('param').exportId
       const job = await exportStatus(ctxOf(c), id)
