@@ -37,7 +37,7 @@ export type SliceOutcome = 'completed' | 'failed' | 'more' | 'busy' | 'gone'
 /** How long a slice's lease holds without a part recorded. */
 export const EXPORT_LEASE_MS = 2 * 60 * 1000
 /** A Worker's `waitUntil` runs about 30 s after the response: a slice stays well inside it. */
-const SLICE_MS = 20_000
+const SLICE_MS = 15_000
 const PART_RESOURCES = 50_000
 /** The limit the file storage applies to one part (each holds at most PART_RESOURCES resources' rows). */
 const PART_MAX_BYTES = 8 * 1024 ** 3
