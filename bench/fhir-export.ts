@@ -9,6 +9,7 @@
  *     the status URL polled every 100 ms until the manifest, then the file downloaded to its end.
  * Reported: resources/s of each (the export's from kick-off to manifest, and with its download),
  * rows, the export's part files, and peak RSS. The row counts of both must equal the hand count.
+ * BENCH_EXPORT_TRACE=1 prints the export process's memory at each poll (stderr).
  */
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
@@ -173,6 +174,14 @@ function peakRssMiB(): number {
   return process.resourceUsage().maxRSS / 1024
 }
 
+/** With BENCH_EXPORT_TRACE: this process's memory now, and its peak so far (stderr). */
+function trace(what: string) {
+  if (!process.env.BENCH_EXPORT_TRACE) return
+  const m = process.memoryUsage()
+  const mib = (n: number) => (n / 2 ** 20).toFixed(0)
+  console.error(`${what}: rss ${mib(m.rss)} MiB (peak ${peakRssMiB().toFixed(0)}), heap used ${mib(m.heapUsed)} MiB`)
+}
+
 /** Counts the lines of a body read to its end. */
 async function lines(body: ReadableStream<Uint8Array>) {
   let count = 0
@@ -209,6 +218,7 @@ async function childCase(kind: 'run' | 'export', file: string, sourceId: number)
     const kicked = await request('POST', '/api/$viewdefinition-export', parameters)
     if (kicked.status !== 202) throw new Error(`export → ${kicked.status}: ${await kicked.text()}`)
     const location = kicked.headers.get('content-location')!
+    trace('kicked off')
     let manifest: any
     for (;;) {
       const poll = await request('GET', location)
@@ -217,12 +227,14 @@ async function childCase(kind: 'run' | 'export', file: string, sourceId: number)
         break
       }
       if (poll.status !== 202) throw new Error(`poll → ${poll.status}: ${await poll.text()}`)
+      trace(poll.headers.get('x-progress') ?? 'poll')
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
     result.exportSeconds = (performance.now() - t0) / 1000
     result.parts = readdirSync(join(filesDir, 'exports', manifest.exportId)).length
     const file = await request('GET', manifest.output[0].url)
     result.rows = (await lines(file.body!)) - 1
+    trace('downloaded')
   }
   result.seconds = (performance.now() - t0) / 1000
   result.peakRssMiB = peakRssMiB()
