@@ -179,7 +179,9 @@ function trace(what: string) {
   if (!process.env.BENCH_EXPORT_TRACE) return
   const m = process.memoryUsage()
   const mib = (n: number) => (n / 2 ** 20).toFixed(0)
-  console.error(`${what}: rss ${mib(m.rss)} MiB (peak ${peakRssMiB().toFixed(0)}), heap used ${mib(m.heapUsed)} MiB`)
+  console.error(
+    `${what}: rss ${mib(m.rss)} MiB (peak ${peakRssMiB().toFixed(0)}), heap used ${mib(m.heapUsed)} MiB, array buffers ${mib(m.arrayBuffers)} MiB`,
+  )
 }
 
 /** Counts the lines of a body read to its end. */
@@ -231,6 +233,7 @@ async function childCase(kind: 'run' | 'export', file: string, sourceId: number)
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
     result.exportSeconds = (performance.now() - t0) / 1000
+    trace('manifest')
     result.parts = readdirSync(join(filesDir, 'exports', manifest.exportId)).length
     const file = await request('GET', manifest.output[0].url)
     result.rows = (await lines(file.body!)) - 1
