@@ -217,6 +217,19 @@ describe('POST /api/$viewdefinition-export', () => {
     })
   })
 
+  it.skipIf(onTarget(['workers', 'deno'], SKIP.bareNode))(
+    'refuses on a runtime given no file storage, naming the runtime',
+    async () => {
+      const bare = await makeTestApp()
+      const res = await clientFor(bare.app, 'tenant-a', 'alice').post(
+        '/api/$viewdefinition-export',
+        params(viewOf(names), { name: 'resource', resource: patients(1)[0] }),
+      )
+      expect(res.status).toBe(400)
+      expect(res.body.message).toMatch(/^\$viewdefinition-export needs file storage, which the node runtime was not given/)
+    },
+  )
+
   it('refuses bad parameters with a 400 naming each', async () => {
     const cases: [unknown, string, RegExp][] = [
       [params(source()), 'parameter', /at least one view/],
