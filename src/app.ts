@@ -22,8 +22,9 @@ import { exportRouter } from './modules/rows/rows.export.routes.ts'
 import { importRouter } from './modules/rows/rows.import.routes.ts'
 import { rowsRouter } from './modules/rows/rows.routes.ts'
 import { subscriptionsRouter } from './modules/subscriptions/subscriptions.routes.ts'
+import { viewDefinitionExportRouter } from './modules/viewdefinitions/viewdefinitions.export.routes.ts'
 import { panelViewDefinitionRouter } from './modules/viewdefinitions/viewdefinitions.panel.routes.ts'
-import { viewDefinitionsRouter } from './modules/viewdefinitions/viewdefinitions.routes.ts'
+import { fhirViewDefinitionsRouter, viewDefinitionsRouter } from './modules/viewdefinitions/viewdefinitions.routes.ts'
 import { viewsRouter } from './modules/views/views.routes.ts'
 import { commentsRouter } from './modules/work/comments.routes.ts'
 import { workRouter } from './modules/work/work.routes.ts'
@@ -62,10 +63,13 @@ export function createApp(makeDeps: MakeDeps) {
   app.route('/api', exportRouter)
   app.route('/api', auditRouter)
   app.route('/api', viewDefinitionsRouter)
+  app.route('/api', viewDefinitionExportRouter('api'))
   app.route('/api', eventsRouter)
   app.route('/api', panelViewDefinitionRouter)
   app.route('/api', subscriptionsRouter)
   app.route('/fhir', fhirRouter)
+  app.route('/fhir', fhirViewDefinitionsRouter)
+  app.route('/fhir', viewDefinitionExportRouter('fhir'))
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'Bearer', {
     type: 'http',

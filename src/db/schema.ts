@@ -331,3 +331,73 @@ export const viewDefinitions = sqliteTable(
   },
   (t) => [index('view_definitions_tenant_user_idx').on(t.tenantId, t.userId, t.resource)],
 )
+
+export type ExportStatus = 'running' | 'completed' | 'failed' | 'cancelled'
+
+/** What an export job was asked (its kick-off's Parameters, read and checked). */
+export interface ExportRequestState {
+  format: 'ndjson' | 'csv'
+  header: boolean
+  /** The data source read, and the generation that was current at kick-off (the export reads that one). */
+  source?: { id: number; generation: number; panelId: number }
+  /** The input sent inline, kept as a file of the job (`input.ndjson`) until it ends. */
+  inline: boolean
+  since?: string
+  /** `Patient/<id>` keys of the `patient` parameters. */
+  patients?: string[]
+  clientTrackingId?: string
+  /** Resources of the input, counted at kick-off (for X-Progress). */
+  total: number
+}
+
+/** One view of an export: its output name, resource type, definition, and what has been written. */
+export interface ExportViewState {
+  name: string
+  resource: string
+  definition: Record<string, unknown>
+  /** Part files written so far, and the rows in them. */
+  parts: number
+  rows: number
+}
+
+/** Where an export resumes: the view, and the input's position in it (last key read, or resources read). */
+export interface ExportCursor {
+  view: number
+  after?: string
+  read: number
+  /** Resources read over all views (progress). */
+  done: number
+}
+
+/**
+ * Async `$viewdefinition-export` jobs (FHIR-EXCHANGE.md "Out 1"; docs/fhir.md): the state of each in
+ * the database so any instance, tick or poll can carry it on. The lease (`leaseId` until
+ * `leaseExpiresAt`) lets one runner at a time write its files. Files live in the file storage under
+ * `exports/<id>/`; `expiresAt` (EXPORT_TTL_HOURS after the end) is when the maintenance tick removes
+ * the job and its files.
+ */
+export const viewDefinitionExports = sqliteTable(
+  'viewdefinition_exports',
+  {
+    id: text().primaryKey(),
+    tenantId: text().notNull(),
+    userId: text().notNull(),
+    status: text().$type<ExportStatus>().notNull(),
+    /** The kick-off request's URL, as the manifest's `request`. */
+    request: text().notNull(),
+    params: text({ mode: 'json' }).$type<ExportRequestState>().notNull(),
+    views: text({ mode: 'json' }).$type<ExportViewState[]>().notNull(),
+    cursor: text({ mode: 'json' }).$type<ExportCursor>().notNull(),
+    error: text(),
+    leaseId: text(),
+    leaseExpiresAt: text(),
+    /** The kick-off's instant: the manifest's `transactionTime`. */
+    createdAt: text().notNull(),
+    finishedAt: text(),
+    expiresAt: text(),
+  },
+  (t) => [
+    index('viewdefinition_exports_tenant_idx').on(t.tenantId, t.userId),
+    index('viewdefinition_exports_status_idx').on(t.status, t.leaseExpiresAt),
+  ],
+)

@@ -26,6 +26,8 @@ export interface MaintenanceReport {
   passwordFailuresPruned: number
   /** Outbound webhook deliveries of this step (docs/live.md "Outbound webhooks"). */
   webhooks: DeliveryReport
+  /** `$viewdefinition-export` jobs: slices run of jobs nobody ran, jobs removed (expired or cancelled) with their files. */
+  exports: { resumed: number; removed: number }
   /** Expired claims freed, `row.overdue` appended, snoozes ended (docs/worklist.md "Time rules"). */
   time: TimeReport
 }

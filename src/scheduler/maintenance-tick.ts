@@ -10,6 +10,7 @@ import { pruneEvents } from '../modules/events/events.retention.ts'
 import { queueFhirHeartbeats } from '../modules/fhir/fhir.topic.delivery.ts'
 import { pruneFhirTopicEvents } from '../modules/fhir/fhir.topic.retention.ts'
 import { deliverDueWebhooks } from '../modules/subscriptions/subscriptions.queue.ts'
+import { runExportMaintenance } from '../modules/viewdefinitions/viewdefinitions.export.service.ts'
 import { expireDuePublications } from '../modules/views/views.expiry.ts'
 import { pruneViewPasswordFailures } from '../modules/views/views.password.ts'
 import { runTimeStep } from '../modules/work/work.time.ts'
@@ -20,15 +21,16 @@ export type { MaintenanceReport }
 
 /**
  * The maintenance tick: the scheduler's one step, shared by the interval loop (Node, Deno) and the
- * cron trigger (Workers). Its nine jobs, in order: applies what time changed of the work state
+ * cron trigger (Workers). Its ten jobs, in order: applies what time changed of the work state
  * (expired claims freed, `row.overdue`, ended snoozes: docs/worklist.md "Time rules"), first, so no
  * long sync holds it back; sends the outbound webhook deliveries that are due (the time step's
  * events among them, and the heartbeats of FHIR topic subscriptions, queued just before); recovers
  * syncs whose lease ran out; runs the sources whose `nextSyncAt` is due, one after another, oldest
- * first, at most `limit` per call; recomputes panels left stale; ends publications past their
- * expiry; deletes expired access records and change-feed events (a bounded batch per step; then
- * the FHIR topic event numbers of the events gone), and the wrong-password counts of views whose
- * window has ended. A source another runner holds is skipped (its lease decides). Sources of
+ * first, at most `limit` per call; recomputes panels left stale; carries on `$viewdefinition-export`
+ * jobs nobody runs and removes expired or cancelled ones with their files; ends publications past
+ * their expiry; deletes expired access records and change-feed events (a bounded batch per step;
+ * then the FHIR topic event numbers of the events gone), and the wrong-password counts of views
+ * whose window has ended. A source another runner holds is skipped (its lease decides). Sources of
  * deleted panels are never run.
  */
 export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(), limit = 20): Promise<MaintenanceReport> {
@@ -45,6 +47,7 @@ export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(
     passwordFailuresPruned: 0,
     webhooks: { subscriptions: 0, delivered: 0, retried: 0, failed: 0, disabled: 0, pruned: 0 },
     time: { panels: 0, freed: 0, overdue: 0, woken: 0 },
+    exports: { resumed: 0, removed: 0 },
   }
   report.time = await runTimeStep(deps, now)
   // Deliveries next: they are bounded per step and waiting for them, while syncs are not. The FHIR
@@ -82,6 +85,7 @@ export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(
     }
   }
   report.recomputed = await recomputeStalePanels(deps)
+  report.exports = await runExportMaintenance(deps, now)
   report.expired = await expireDuePublications((tenantId) => systemContext(deps, tenantId), deps.db, now)
   report.auditPruned = await pruneAccessRecords(deps, now)
   report.eventsPruned = await pruneEvents(deps, now)

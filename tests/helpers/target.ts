@@ -30,6 +30,8 @@ export const REMOTE = TARGET !== 'node'
 export const SKIP = {
   noFiles:
     "needs a files folder of the test: the harness does not yet hand the test's files to the Workers R2 bucket or the Deno server's FILES_DIR",
+  serverFiles:
+    "drives a `$viewdefinition-export` job from the test process, which does not reach the server's file storage (its files and the job's own polls are tested on every target)",
   bareNode: 'builds an in-process app without a files folder (the Workers refusal is tested in tests/runtime/workers.test.ts)',
   logs: "reads the app's captured log lines, which stay in the server process",
   inProcess:

@@ -55,6 +55,29 @@ export const CAPABILITY_RESOURCES: readonly CapabilityResource[] = [
     ],
     extension: (base) => [{ url: BACKPORT.topicCanonical, valueCanonical: topicCanonical(base) }],
   },
+  {
+    type: 'ViewDefinition',
+    profile: 'https://sql-on-fhir.org/ig/StructureDefinition/ViewDefinition',
+    interaction: [{ code: 'read' }, { code: 'search-type' }, { code: 'create' }, { code: 'update' }, { code: 'delete' }],
+    searchParam: [
+      { name: 'name', type: 'string', documentation: 'The view’s name, exactly' },
+      { name: 'resource', type: 'token', documentation: 'The resource type the view reads' },
+    ],
+    operation: [
+      {
+        name: 'viewdefinition-run',
+        definition: 'http://sql-on-fhir.org/OperationDefinition/$viewdefinition-run',
+        documentation:
+          'POST /fhir/ViewDefinition/$viewdefinition-run, /fhir/ViewDefinition/{id}/$viewdefinition-run: rows as json, ndjson or csv.',
+      },
+      {
+        name: 'viewdefinition-export',
+        definition: 'http://sql-on-fhir.org/OperationDefinition/$viewdefinition-export',
+        documentation:
+          'POST /fhir/$viewdefinition-export, /fhir/ViewDefinition/$viewdefinition-export, /fhir/ViewDefinition/{id}/$viewdefinition-export: asynchronous; ndjson or csv files, one per view.',
+      },
+    ],
+  },
 ]
 
 /** The CapabilityStatement of the face, `base` being the face's absolute URL (`…/fhir`). */

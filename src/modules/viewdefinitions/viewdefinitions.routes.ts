@@ -1,8 +1,10 @@
 import { createRoute, z } from '@hono/zod-openapi'
 import { ctxOf } from '../../http/auth.ts'
-import { sendJson } from '../../http/response-headers.ts'
+import { FHIR_JSON } from '../../http/fhir.ts'
+import { sendJson, setResponseHeader } from '../../http/response-headers.ts'
 import { bearer, createRouter, errorResponses, json } from '../../http/router.ts'
 import { auditAccess } from '../audit/audit.record.ts'
+import { fhirBase } from '../fhir/fhir.base.ts'
 import { runViewDefinition } from './viewdefinitions.run.ts'
 import {
   RunParameters,
@@ -122,21 +124,50 @@ const deleteRoute = createRoute({
 const answer = (run: Awaited<ReturnType<typeof runViewDefinition>>) =>
   new Response(run.body, { status: 200, headers: { 'Content-Type': run.contentType, 'Cache-Control': 'no-store' } }) as never
 
-export const viewDefinitionsRouter = createRouter()
-  .openapi(runRoute('/$viewdefinition-run'), async (c) => answer(await runViewDefinition(ctxOf(c), c.req.valid('json'))))
-  .openapi(runRoute('/ViewDefinition/$viewdefinition-run'), async (c) =>
-    answer(await runViewDefinition(ctxOf(c), c.req.valid('json'))),
-  )
-  .openapi(runStoredRoute, async (c) => answer(await runViewDefinition(ctxOf(c), c.req.valid('json'), c.req.valid('param').id)))
-  .openapi(listRoute, async (c) => sendJson(c, await listViewDefinitions(ctxOf(c), c.req.valid('query')), 200))
-  .openapi(createViewRoute, async (c) => sendJson(c, await createViewDefinition(ctxOf(c), c.req.valid('json')), 201))
-  .openapi(getRoute, async (c) =>
-    sendJson(c, toViewDefinitionDto(await requireViewDefinition(ctxOf(c), c.req.valid('param').id)), 200),
-  )
-  .openapi(putRoute, async (c) =>
-    sendJson(c, await replaceViewDefinition(ctxOf(c), c.req.valid('param').id, c.req.valid('json')), 200),
-  )
-  .openapi(deleteRoute, async (c) => {
-    await deleteViewDefinition(ctxOf(c), c.req.valid('param').id)
-    return c.body(null, 204)
-  })
+/**
+ * The routes of one face: /api answers JSON (`{ views, total }` for the list); /fhir answers
+ * FHIR JSON (the list as a `searchset` Bundle, a created view with its `Location`), its errors being
+ * OperationOutcomes.
+ */
+function viewDefinitionRoutes(face: 'api' | 'fhir') {
+  const mediaType = face === 'fhir' ? FHIR_JSON : 'application/json'
+  return createRouter()
+    .openapi(runRoute('/$viewdefinition-run'), async (c) => answer(await runViewDefinition(ctxOf(c), c.req.valid('json'))))
+    .openapi(runRoute('/ViewDefinition/$viewdefinition-run'), async (c) =>
+      answer(await runViewDefinition(ctxOf(c), c.req.valid('json'))),
+    )
+    .openapi(runStoredRoute, async (c) => answer(await runViewDefinition(ctxOf(c), c.req.valid('json'), c.req.valid('param').id)))
+    .openapi(listRoute, async (c) => {
+      const list = await listViewDefinitions(ctxOf(c), c.req.valid('query'))
+      if (face === 'api') return sendJson(c, list, 200)
+      return sendJson(c, searchset(fhirBase(c), list.views, list.total) as never, 200, mediaType)
+    })
+    .openapi(createViewRoute, async (c) => {
+      const created = await createViewDefinition(ctxOf(c), c.req.valid('json'))
+      if (face === 'fhir') setResponseHeader(c, 'location', `${fhirBase(c)}/ViewDefinition/${created.id}`)
+      return sendJson(c, created, 201, mediaType)
+    })
+    .openapi(getRoute, async (c) =>
+      sendJson(c, toViewDefinitionDto(await requireViewDefinition(ctxOf(c), c.req.valid('param').id)), 200, mediaType),
+    )
+    .openapi(putRoute, async (c) =>
+      sendJson(c, await replaceViewDefinition(ctxOf(c), c.req.valid('param').id, c.req.valid('json')), 200, mediaType),
+    )
+    .openapi(deleteRoute, async (c) => {
+      await deleteViewDefinition(ctxOf(c), c.req.valid('param').id)
+      return c.body(null, 204)
+    })
+}
+
+export const viewDefinitionsRouter = viewDefinitionRoutes('api')
+/** The same routes under /fhir (docs/fhir.md "ViewDefinition"). */
+export const fhirViewDefinitionsRouter = viewDefinitionRoutes('fhir')
+
+/** The list as a FHIR `searchset` Bundle of the views, each with its full URL. */
+const searchset = (base: string, views: Record<string, unknown>[], total: number) => ({
+  resourceType: 'Bundle',
+  type: 'searchset',
+  total,
+  link: [{ relation: 'self', url: `${base}/ViewDefinition` }],
+  entry: views.map((resource) => ({ fullUrl: `${base}/ViewDefinition/${resource.id}`, resource, search: { mode: 'match' } })),
+})

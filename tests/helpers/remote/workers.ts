@@ -33,7 +33,7 @@ function d1Client(d1: D1Database): SqlClient {
  * The Workers bundle (built once per run by tests/helpers/remote/workers.setup.ts, exactly as
  * `wrangler deploy` bundles it) in workerd through Miniflare, with the bindings of wrangler.toml: a
  * local D1 migrated by `wrangler d1 migrations apply --local` (a copy of the run's migrated state,
- * one per test file) and a local KV namespace.
+ * one per test file), a local KV namespace and an in-memory R2 bucket as FILES.
  */
 export async function startWorkers(secret: string): Promise<RemoteServer> {
   const { script, outdir, state } = inject('workersBundle')
@@ -55,6 +55,9 @@ export async function startWorkers(secret: string): Promise<RemoteServer> {
       d1Persist: join(dir, 'state', 'v3', 'd1'),
       kvNamespaces: ['CACHE'],
       kvPersist: false,
+      // The file storage of exports (wrangler.toml's FILES): an in-memory R2 bucket per instance.
+      r2Buckets: ['FILES'],
+      r2Persist: false,
       bindings: remoteEnv(secret, env),
       handleRuntimeStdio(stdout: Readable, stderr: Readable) {
         stdout.on('data', (d: Buffer) => {
