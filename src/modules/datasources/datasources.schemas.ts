@@ -50,7 +50,7 @@ export const SyncRun = z
     id: z.number().int().openapi({ example: 7 }),
     dataSourceId: z.number().int().openapi({ example: 1 }),
     status: SyncStatus,
-    trigger: z.enum(['create', 'manual', 'schedule', 'webhook']).openapi({ example: 'manual' }),
+    trigger: z.enum(['create', 'manual', 'schedule', 'webhook', 'subscription']).openapi({ example: 'manual' }),
     startedAt: Timestamp,
     finishedAt: Timestamp.nullable(),
     durationMs: z.number().int().nullable().openapi({ example: 120 }),
