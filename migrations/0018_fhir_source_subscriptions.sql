@@ -12,7 +12,7 @@ CREATE TABLE `fhir_source_subscriptions` (
 	`last_notification_at` text,
 	`caught_up_at` text NOT NULL,
 	`catch_up_from` text,
-	`in_flight` integer DEFAULT 0 NOT NULL,
+	`last_claim` text,
 	`checked_at` text,
 	`created_at` text NOT NULL,
 	`updated_at` text NOT NULL,

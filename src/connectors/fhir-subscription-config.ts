@@ -165,12 +165,12 @@ function fromParameters(p: Json): Omit<Notification, 'entries'> {
   const params = Array.isArray(p.parameter) ? p.parameter.filter(isObject) : []
   const value = (name: string) => {
     const found = params.find((x) => x.name === name)
-    return found ? valueOf(found) : undefined
+    return found ? parameterValue(found) : undefined
   }
   const events = params
     .filter((x) => x.name === 'notification-event')
     .map((x) => (Array.isArray(x.part) ? x.part.filter(isObject).find((part) => part.name === 'event-number') : undefined))
-    .map((part) => (part ? numberOf(valueOf(part)) : undefined))
+    .map((part) => (part ? numberOf(parameterValue(part)) : undefined))
     .filter((n): n is number => n !== undefined)
   return checked({
     type: value('type') as NotificationType,
@@ -198,7 +198,7 @@ function checked(n: Omit<Notification, 'entries'>): Omit<Notification, 'entries'
   return n
 }
 
-const valueOf = (p: Json): unknown => {
+const parameterValue = (p: Json): unknown => {
   const key = Object.keys(p).find((k) => k.startsWith('value'))
   return key === undefined ? undefined : p[key]
 }

@@ -116,7 +116,7 @@ export const dataSources = sqliteTable(
  * The upstream FHIR Subscription of a `fhir` source with `config.subscription` and the state of its
  * notifications (docs/connectors-fhir.md "Subscription mode"). The receiver finds a source by the
  * SHA-256 of its notification token; token and channel secret are stored encrypted. Several
- * instances may receive notifications: every change of the counters is a conditional write.
+ * instances may receive notifications: a notification's rows commit only with its claim on the counter.
  */
 export const fhirSourceSubscriptions = sqliteTable(
   'fhir_source_subscriptions',
@@ -143,8 +143,11 @@ export const fhirSourceSubscriptions = sqliteTable(
     caughtUpAt: text().notNull(),
     /** A catch-up is owed (a gap, a restart, an error status, a notification met a running sync), from this instant. */
     catchUpFrom: text(),
-    /** Notifications claimed and not yet written; left above 0 by a crash, which the check repairs. */
-    inFlight: integer().notNull().default(0),
+    /**
+     * The claim of the last notification written: its batch moves the counter and sets this, and
+     * fails as a whole when another instance moved the counter first (a duplicate or a race).
+     */
+    lastClaim: text(),
     /** When the upstream Subscription was last read (the heartbeat check). */
     checkedAt: text(),
     ...timestamps,
