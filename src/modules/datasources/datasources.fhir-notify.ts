@@ -223,7 +223,8 @@ const isBundle = (text: string) => {
  */
 async function acknowledge(ctx: ServiceContext, sourceId: number, n: Notification): Promise<boolean> {
   const now = isoNow(ctx.clock)
-  const status = n.status ?? (n.type === 'handshake' ? 'active' : undefined)
+  // A handshake we acknowledge makes the Subscription active (the server still says `requested`).
+  const status = n.type === 'handshake' && (n.status === undefined || n.status === 'requested') ? 'active' : n.status
   const since = n.eventsSinceStart
   const [row] = await ctx.db
     .update(fhirSourceSubscriptions)
