@@ -250,3 +250,60 @@ function pushConnectorContext(ctx: ServiceContext, source: DataSourceRow): Conne
     truncated: () => {},
   }
 }
+
+/**
+ * Reads the upstream Subscription (the heartbeat check): one the server no longer has (404, 410)
+ * or reports `error` or `off` is re-made, and a catch-up is owed from the last instant applied.
+ * One that cannot be read at all is left as it is (the server may be down), its error shown.
+ * Answers whether it was re-made.
+ */
+export async function checkUpstream(ctx: ServiceContext, source: DataSourceRow): Promise<boolean> {
+  const config = await subscribedConfig(ctx, source)
+  const row = await subscriptionOf(ctx, source.id)
+  if (!config || !row) return false
+  const now = isoNow(ctx.clock)
+  await ctx.db.update(fhirSourceSubscriptions).set({ checkedAt: now }).where(eq(fhirSourceSubscriptions.dataSourceId, source.id))
+  if (!row.upstreamId) {
+    await createUpstream(ctx, source, config, row)
+    return true
+  }
+  let status: string | undefined
+  try {
+    const client = fhirClient(ctx, source, config, (res) => (res.status === 404 || res.status === 410 ? GONE : undefined))
+    const res = await client.send(`${baseOf(config)}/Subscription/${encodeURIComponent(row.upstreamId)}`, {
+      method: 'GET',
+      headers: { Accept: FHIR_JSON },
+    })
+    const read = JSON.parse(new TextDecoder().decode(await client.readBody(res))) as { status?: unknown }
+    status = typeof read?.status === 'string' ? read.status : undefined
+  } catch (err) {
+    if (!(err instanceof ConnectorError && err.message === GONE)) {
+      const message = err instanceof ConnectorError ? err.message : String(err)
+      await ctx.db
+        .update(fhirSourceSubscriptions)
+        .set({ error: message })
+        .where(eq(fhirSourceSubscriptions.dataSourceId, source.id))
+      return false
+    }
+    status = 'gone'
+  }
+  if (status === 'gone' || status === 'error' || status === 'off') {
+    ctx.log.warn('fhir subscription dropped by the server: made again', {
+      dataSourceId: source.id,
+      upstreamId: row.upstreamId,
+      status,
+    })
+    if (status !== 'gone') await deleteUpstream(ctx, source, row.upstreamId, config)
+    await createUpstream(ctx, source, config, { ...row, catchUpFrom: row.catchUpFrom ?? row.caughtUpAt })
+    return true
+  }
+  if (status && status !== row.status) {
+    await ctx.db
+      .update(fhirSourceSubscriptions)
+      .set({ status, error: null })
+      .where(eq(fhirSourceSubscriptions.dataSourceId, source.id))
+  }
+  return false
+}
+
+const GONE = 'gone'
