@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { makeTestApp, type TestApp } from '../helpers/app.ts'
-import { startRelay, startSubscriptionServer, type SubscriptionServer } from '../helpers/fhir-subscription-server.ts'
 import { patients } from '../helpers/fhir-server.ts'
+import { type SubscriptionServer, startRelay, startSubscriptionServer } from '../helpers/fhir-subscription-server.ts'
 import { clientFor, type TestClient } from '../helpers/http.ts'
-import type { FixtureServer } from '../helpers/servers.ts'
+import { type FixtureServer, sleep } from '../helpers/servers.ts'
 import { createPanel, createSource, currentRecords, runsOf, waitFor } from '../modules/datasources/fixtures.ts'
 
 const UPSTREAM_TOKEN = 'upstream-secret-token'
@@ -44,8 +44,16 @@ const live = (subscription: Record<string, unknown> = {}, extra: Record<string, 
     },
     'fhir',
   )
+/** A live source, created and handshaken. */
+async function handshaken(subscription: Record<string, unknown> = {}) {
+  const created = await live(subscription)
+  expect(created.status).toBe(201)
+  await waitFor(async () => (fx.only().status === 'active' ? true : undefined))
+  return created
+}
 const keys = async (id: number) => (await currentRecords(t, id)).map((r) => r.key).sort()
-const sourceOf = async (id: number) => (await alice.get(`/api/panels/${panelId}/datasources`)).body.find((s: { id: number }) => s.id === id)
+const sourceOf = async (id: number) =>
+  (await alice.get(`/api/panels/${panelId}/datasources`)).body.find((s: { id: number }) => s.id === id)
 
 describe('fhir sources in subscription mode', () => {
   it('registers a backport Subscription, is handshaken, and applies full-resource notifications at once', async () => {
@@ -65,12 +73,242 @@ describe('fhir sources in subscription mode', () => {
     expect(sub.headers.Authorization).toMatch(/^Bearer [A-Za-z0-9_-]{43}$/)
     expect(await keys(created.body.id)).toEqual(['Patient/pat-1', 'Patient/pat-2'])
     await waitFor(async () => (fx.sent.some((s) => s.type === 'handshake' && s.status === 200) ? true : undefined))
-    expect((await sourceOf(created.body.id)).subscriptionStatus).toMatchObject({ id: sub.id, status: 'active', eventsSinceStart: 0 })
+    expect((await sourceOf(created.body.id)).subscriptionStatus).toMatchObject({
+      id: sub.id,
+      status: 'active',
+      eventsSinceStart: 0,
+    })
 
     const [sent] = await fx.change(patients(3)[2])
     expect(sent).toMatchObject({ status: 200, body: { type: 'event-notification', applied: 1, duplicate: false } })
     expect(await keys(created.body.id)).toEqual(['Patient/pat-1', 'Patient/pat-2', 'Patient/pat-3'])
     expect((await sourceOf(created.body.id)).subscriptionStatus).toMatchObject({ eventsSinceStart: 1 })
-    expect((await runsOf(t, created.body.id)).at(-1)).toMatchObject({ trigger: 'subscription', status: 'success', rowsWritten: 1 })
+    expect((await runsOf(t, created.body.id)).at(-1)).toMatchObject({
+      trigger: 'subscription',
+      status: 'success',
+      rowsWritten: 1,
+    })
+  })
+
+  it('id-only: reads each resource with the source authentication; a DELETE or a 410 removes the record', async () => {
+    const created = await handshaken({ payload: 'id-only' })
+    expect(fx.only().resource.channel._payload.extension[0]).toMatchObject({ valueCode: 'id-only' })
+    const [sent] = await fx.change({ ...patients(3)[2], active: false })
+    expect(sent).toMatchObject({ status: 200, body: { applied: 1 } })
+    expect(fx.reads).toEqual(['Patient/pat-3'])
+    const pat3 = fx.server.requests.find((r) => r.url === '/fhir/Patient/pat-3')
+    expect(pat3?.headers.authorization).toBe(`Bearer ${UPSTREAM_TOKEN}`)
+    expect((await currentRecords(t, created.body.id)).find((r) => r.key === 'Patient/pat-3')?.data.active).toBe(false)
+
+    await fx.remove('Patient', 'pat-1')
+    expect(await keys(created.body.id)).toEqual(['Patient/pat-2', 'Patient/pat-3'])
+    // An id-only event of a resource deleted meanwhile: its read answers 410, the record goes.
+    fx.put(patients(2)[1])
+    fx.resources.delete('Patient/pat-2')
+    await fx.remove('Patient', 'pat-2')
+    expect(await keys(created.body.id)).toEqual(['Patient/pat-3'])
+    expect((await runsOf(t, created.body.id)).filter((r) => r.trigger === 'subscription').map((r) => r.rowsDeleted)).toEqual([
+      0, 1, 1,
+    ])
+  })
+
+  it('refuses a wrong or missing token or channel header with 401, and changes nothing', async () => {
+    const created = await live()
+    const sub = fx.only()
+    await waitFor(async () => (fx.sent.some((s) => s.type === 'handshake') ? true : undefined))
+    const before = await currentRecords(t, created.body.id)
+    const statusBefore = (await sourceOf(created.body.id)).subscriptionStatus
+    const bundle = JSON.stringify({
+      resourceType: 'Bundle',
+      type: 'history',
+      entry: [
+        {
+          resource: {
+            resourceType: 'Parameters',
+            parameter: [
+              { name: 'type', valueCode: 'event-notification' },
+              { name: 'events-since-subscription-start', valueString: '1' },
+              { name: 'notification-event', part: [{ name: 'event-number', valueString: '1' }] },
+            ],
+          },
+        },
+        { fullUrl: `${fx.baseUrl}/Patient/evil`, resource: { resourceType: 'Patient', id: 'evil' }, request: { method: 'PUT' } },
+      ],
+    })
+    const path = new URL(sub.endpoint).pathname
+    const tries = [
+      { path, headers: {} as Record<string, string> },
+      { path, headers: { Authorization: 'Bearer not-the-secret' } },
+      { path, headers: { Authorization: sub.headers.Authorization.slice(0, -1) } },
+      { path: `${path.slice(0, -1)}${path.endsWith('A') ? 'B' : 'A'}`, headers: { Authorization: sub.headers.Authorization } },
+      { path: '/fhir-notify/short', headers: { Authorization: sub.headers.Authorization } },
+    ]
+    for (const attempt of tries) {
+      const res = await t.app.request(attempt.path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/fhir+json', ...attempt.headers },
+        body: bundle,
+      })
+      expect(res.status).toBe(401)
+      expect(await res.json()).toMatchObject({ code: 'UNAUTHORIZED' })
+    }
+    expect(await currentRecords(t, created.body.id)).toEqual(before)
+    expect((await sourceOf(created.body.id)).subscriptionStatus).toEqual(statusBefore)
+    // The token and secret are stored encrypted; the API never shows them.
+    const stored = await t.client.execute('SELECT token, secret FROM fhir_source_subscriptions')
+    expect(String(stored.rows[0].token)).toMatch(/^enc:/)
+    expect(String(stored.rows[0].secret)).toMatch(/^enc:/)
+    expect(JSON.stringify(await sourceOf(created.body.id))).not.toContain(path.split('/').at(-1))
+  })
+
+  it('applies a duplicate notification once', async () => {
+    const created = await handshaken()
+    const [first, again] = await fx.change(patients(3)[2], { duplicate: true })
+    expect(first.body).toMatchObject({ applied: 1, duplicate: false })
+    expect(again).toMatchObject({ status: 200, body: { applied: 0, duplicate: true } })
+    expect((await runsOf(t, created.body.id)).filter((r) => r.trigger === 'subscription')).toHaveLength(1)
+    expect((await sourceOf(created.body.id)).subscriptionStatus).toMatchObject({ eventsSinceStart: 1 })
+  })
+
+  it('a gap in the event numbers triggers a catch-up search by _lastUpdated that brings the missed change', async () => {
+    const created = await handshaken()
+    // The service's clock at the server's time: the catch-up asks for what changed after the last
+    // notification applied in order (pat-3, changed just after), so it reads pat-3, the missed
+    // pat-4 and pat-5.
+    await sleep(5)
+    const applied = new Date(Date.now() - 1).toISOString()
+    t.clock.set(applied)
+    await fx.change(patients(3)[2])
+    const searchesBefore = fx.searches.length
+    await fx.change(patients(4)[3], { skip: true })
+    const [next] = await fx.change(patients(5)[4])
+    expect(next.body).toMatchObject({ applied: 1, catchUp: true })
+    await waitFor(async () => ((await keys(created.body.id)).includes('Patient/pat-4') ? true : undefined))
+    const search = fx.searches.slice(searchesBefore)
+    expect(search).toHaveLength(1)
+    expect(decodeURIComponent(search[0])).toBe(`/fhir/Patient?_lastUpdated=gt${applied}`)
+    expect(await keys(created.body.id)).toEqual([
+      'Patient/pat-1',
+      'Patient/pat-2',
+      'Patient/pat-3',
+      'Patient/pat-4',
+      'Patient/pat-5',
+    ])
+    const catchUp = await waitFor(async () => {
+      const last = (await runsOf(t, created.body.id)).sort((a, b) => a.id - b.id).at(-1)
+      return last?.status === 'syncing' ? undefined : last
+    })
+    // Incremental: the records the search did not return stay.
+    expect(catchUp).toMatchObject({ trigger: 'subscription', status: 'success', rowsRead: 3, rowsDeleted: 0 })
+    expect((await subscriptionRow(created.body.id)).catch_up_from).toBeNull()
+  })
+
+  it('a heartbeat beyond the last event seen (a restart, a lost notification) triggers a catch-up', async () => {
+    const created = await handshaken()
+    fx.put(patients(3)[2])
+    fx.restart(fx.only().id, 4)
+    const [beat] = await fx.heartbeat()
+    expect(beat).toMatchObject({ status: 200, body: { type: 'heartbeat', catchUp: true } })
+    await waitFor(async () => ((await keys(created.body.id)).includes('Patient/pat-3') ? true : undefined))
+    expect((await sourceOf(created.body.id)).subscriptionStatus).toMatchObject({ eventsSinceStart: 4 })
+    // The same heartbeat again owes nothing.
+    const [quiet] = await fx.heartbeat()
+    expect(quiet.body).toMatchObject({ catchUp: false })
+  })
+
+  it('an error status triggers a catch-up, and the Subscription the server gave up is made again', async () => {
+    const created = await handshaken()
+    const old = fx.only().id
+    fx.put(patients(3)[2])
+    fx.setStatus(old, 'error')
+    const [beat] = await fx.heartbeat()
+    expect(beat.body).toMatchObject({ catchUp: true })
+    await waitFor(async () => ((await keys(created.body.id)).includes('Patient/pat-3') ? true : undefined))
+    await waitFor(async () => (fx.subscriptions.size === 1 && !fx.subscriptions.has(old) ? true : undefined))
+    const remade = fx.only()
+    await waitFor(async () => ((await sourceOf(created.body.id)).subscriptionStatus.id === remade.id ? true : undefined))
+    expect(fx.server.requests.some((r) => r.method === 'DELETE' && r.url === `/fhir/Subscription/${old}`)).toBe(true)
+  })
+
+  it('classic criteria: an empty notification triggers the catch-up search', async () => {
+    const created = await live({ topic: undefined, filters: undefined, criteria: 'Patient?active=true', payload: 'id-only' })
+    expect(created.status).toBe(201)
+    const sub = fx.only()
+    expect(sub.resource).toMatchObject({ criteria: 'Patient?active=true', channel: { type: 'rest-hook' } })
+    expect(sub.resource.meta).toBeUndefined()
+    expect(sub.resource.channel.payload).toBeUndefined()
+    const [sent] = await fx.change(patients(3)[2])
+    expect(sent).toMatchObject({ status: 200, body: { catchUp: true } })
+    await waitFor(async () => ((await keys(created.body.id)).includes('Patient/pat-3') ? true : undefined))
+  })
+
+  it('a change of the subscription replaces the upstream one; deleting the source deletes it', async () => {
+    const created = await handshaken()
+    const first = fx.only()
+    const config = { ...created.body.config, subscription: { topic: TOPIC, payload: 'id-only' } }
+    const updated = await alice.put(`/api/datasources/${created.body.id}`, { config })
+    expect(updated.status).toBe(200)
+    const second = fx.only()
+    expect(second.id).not.toBe(first.id)
+    expect(second.payload).toBe('id-only')
+    expect(second.endpoint).not.toBe(first.endpoint)
+    expect(updated.body.subscriptionStatus).toMatchObject({ id: second.id })
+    // The old endpoint is dead.
+    const old = await t.app.request(new URL(first.endpoint).pathname, {
+      method: 'POST',
+      headers: { Authorization: first.headers.Authorization },
+      body: '{}',
+    })
+    expect(old.status).toBe(401)
+    // An unrelated change keeps it.
+    await alice.put(`/api/datasources/${created.body.id}`, { config: { ...config, pageSize: 50 } })
+    expect(fx.only().id).toBe(second.id)
+
+    expect((await alice.delete(`/api/datasources/${created.body.id}`)).status).toBe(204)
+    expect(fx.subscriptions.size).toBe(0)
+    expect((await t.client.execute('SELECT count(*) AS n FROM fhir_source_subscriptions')).rows[0].n).toBe(0)
+  })
+
+  it('validates config.subscription field by field', async () => {
+    const both = await live({ criteria: 'Patient?active=true' })
+    expect(both.status).toBe(400)
+    expect(both.body.details).toContainEqual({
+      path: 'config.subscription.criteria',
+      message: expect.stringContaining('exactly one'),
+    })
+    const neither = await live({ topic: undefined, filters: undefined, payload: 'everything' })
+    expect(neither.status).toBe(400)
+    expect(neither.body.details.map((d: { path: string }) => d.path).sort()).toEqual([
+      'config.subscription.payload',
+      'config.subscription.topic',
+    ])
+    const bulk = await createSource(
+      alice,
+      panelId,
+      {
+        baseUrl: fx.baseUrl,
+        mode: 'bulk',
+        bulk: { level: 'system', since: 'none' },
+        subscription: { topic: TOPIC, payload: 'id-only' },
+      },
+      'fhir',
+    )
+    expect(bulk.body.details).toContainEqual({ path: 'config.subscription', message: 'only for mode search' })
+    expect(fx.subscriptions.size).toBe(0)
+  })
+
+  it('without PUBLIC_BASE_URL a subscription source is a 400 naming it', async () => {
+    t = await makeTestApp()
+    alice = clientFor(t.app, 'tenant-a', 'alice')
+    panelId = (await createPanel(alice)).id
+    const res = await live()
+    expect(res.status).toBe(400)
+    expect(res.body.message).toContain('PUBLIC_BASE_URL')
+    expect(res.body.details).toEqual([{ path: 'config.subscription', message: expect.stringContaining('PUBLIC_BASE_URL') }])
+    expect(fx.subscriptions.size).toBe(0)
   })
 })
+
+const subscriptionRow = async (id: number) =>
+  (await t.client.execute({ sql: 'SELECT * FROM fhir_source_subscriptions WHERE data_source_id = ?', args: [id] }))
+    .rows[0] as Record<string, unknown>

@@ -68,7 +68,8 @@ export async function startSubscriptionServer(options: { token?: string } = {}) 
         { name: 'topic', valueCanonical: sub.resource.criteria },
         { name: 'status', valueCode: sub.status === 'requested' ? 'requested' : sub.status },
         { name: 'type', valueCode: type },
-        { name: 'events-since-subscription-start', valueString: String(sub.events) },
+        // A handshake comes before any event: 0 (the backport IG's examples).
+        { name: 'events-since-subscription-start', valueString: String(type === 'handshake' ? 0 : sub.events) },
         ...numbers.map((n, i) => ({
           name: 'notification-event',
           part: [
@@ -146,7 +147,10 @@ export async function startSubscriptionServer(options: { token?: string } = {}) 
   function stamp(resource: Resource): Resource {
     const key = `${resource.resourceType}/${resource.id}`
     const version = Number((resources.get(key)?.meta as { versionId?: string } | undefined)?.versionId ?? 0) + 1
-    return { ...resource, meta: { ...(resource.meta as object), versionId: String(version), lastUpdated: new Date().toISOString() } }
+    return {
+      ...resource,
+      meta: { ...(resource.meta as object), versionId: String(version), lastUpdated: new Date().toISOString() },
+    }
   }
 
   function send(res: ServerResponse, status: number, body?: unknown) {

@@ -17,6 +17,7 @@ import { AppError, invalid, isConflict, unauthorized } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import {
   baseOf,
+  checkUpstream,
   fhirClient,
   type SubscriptionRow,
   sha256Hex,
@@ -88,13 +89,20 @@ export async function receiveFhirNotification(
     receipt.catchUp = await acknowledge(ctx, source.id, notification)
   }
   if (notification.status === 'error') {
-    // The server reports trouble on its side: what it could not send is searched for.
+    // The server reports trouble on its side: what it could not send is searched for, and the
+    // Subscription is read (made again when the server gave it up).
     const fresh = await subscriptionOf(ctx, source.id)
     if (fresh) await owe(ctx, source.id, fresh.caughtUpAt, {})
-    receipt.catchUp = true
+    ctx.defer(recheck(ctx, source), { what: 'fhir subscription check', dataSourceId: source.id })
+    return { ...receipt, catchUp: true }
   }
   if (receipt.catchUp) startCatchUp(ctx, source.id)
   return receipt
+}
+
+async function recheck(ctx: ServiceContext, source: DataSourceRow) {
+  await checkUpstream(ctx, source)
+  await catchUp(ctx, source.id)
 }
 
 /**

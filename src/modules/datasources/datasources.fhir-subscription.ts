@@ -1,4 +1,4 @@
-import { eq, sql } from 'drizzle-orm'
+import { and, eq, sql } from 'drizzle-orm'
 import { FHIR_JSON, FhirConfig, outcomeText } from '../../connectors/fhir.ts'
 import { type SubscriptionConfig, subscriptionResource, subscriptionSpec } from '../../connectors/fhir-subscription-config.ts'
 import { sourceClient } from '../../connectors/shared/source-client.ts'
@@ -261,8 +261,19 @@ export async function checkUpstream(ctx: ServiceContext, source: DataSourceRow):
   const config = await subscribedConfig(ctx, source)
   const row = await subscriptionOf(ctx, source.id)
   if (!config || !row) return false
-  const now = isoNow(ctx.clock)
-  await ctx.db.update(fhirSourceSubscriptions).set({ checkedAt: now }).where(eq(fhirSourceSubscriptions.dataSourceId, source.id))
+  // One check at a time (instances, a tick and a receiver): the check claims the row by its last check.
+  const claimed = await ctx.db
+    .update(fhirSourceSubscriptions)
+    .set({ checkedAt: isoNow(ctx.clock) })
+    .where(
+      and(
+        eq(fhirSourceSubscriptions.dataSourceId, source.id),
+        sql`coalesce(checked_at, '') = ${row.checkedAt ?? ''}`,
+        sql`coalesce(upstream_id, '') = ${row.upstreamId ?? ''}`,
+      ),
+    )
+    .returning({ id: fhirSourceSubscriptions.dataSourceId })
+  if (claimed.length === 0) return false
   if (!row.upstreamId) {
     await createUpstream(ctx, source, config, row)
     return true
