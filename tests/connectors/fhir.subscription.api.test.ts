@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { runMaintenanceTick } from '../../src/scheduler/maintenance-tick.ts'
 import { makeTestApp, type TestApp } from '../helpers/app.ts'
 import { patients } from '../helpers/fhir-server.ts'
 import { type SubscriptionServer, startRelay, startSubscriptionServer } from '../helpers/fhir-subscription-server.ts'
@@ -267,6 +268,86 @@ describe('fhir sources in subscription mode', () => {
     expect((await alice.delete(`/api/datasources/${created.body.id}`)).status).toBe(204)
     expect(fx.subscriptions.size).toBe(0)
     expect((await t.client.execute('SELECT count(*) AS n FROM fhir_source_subscriptions')).rows[0].n).toBe(0)
+  })
+
+  it('the same notification delivered twice at once is applied once, and a row.entered reaches the feed', async () => {
+    const created = await handshaken()
+    const view = await alice.post('/api/views', { name: 'Everyone', panelId })
+    expect(view.status).toBe(201)
+    const sub = fx.only()
+    sub.events = 1
+    const bundle = JSON.stringify({
+      resourceType: 'Bundle',
+      type: 'history',
+      entry: [
+        {
+          resource: {
+            resourceType: 'Parameters',
+            parameter: [
+              { name: 'status', valueCode: 'active' },
+              { name: 'type', valueCode: 'event-notification' },
+              { name: 'events-since-subscription-start', valueString: '1' },
+              { name: 'notification-event', part: [{ name: 'event-number', valueString: '1' }] },
+            ],
+          },
+        },
+        { fullUrl: `${fx.baseUrl}/Patient/pat-9`, resource: { ...patients(9)[8] }, request: { method: 'PUT', url: 'Patient/pat-9' } },
+      ],
+    })
+    const path = new URL(sub.endpoint).pathname
+    const post = () =>
+      t.app.request(path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/fhir+json', Authorization: sub.headers.Authorization },
+        body: bundle,
+      })
+    const answers = await Promise.all([post(), post()])
+    expect(answers.map((a) => a.status)).toEqual([200, 200])
+    const receipts = await Promise.all(answers.map((a) => a.json()))
+    expect(receipts.map((r) => r.duplicate).sort()).toEqual([false, true])
+    expect(receipts.map((r) => r.applied).sort()).toEqual([0, 1])
+    const written = (await runsOf(t, created.body.id)).filter((r) => r.trigger === 'subscription' && r.rowsWritten > 0)
+    expect(written).toHaveLength(1)
+    const feed = await alice.get(`/api/panels/${panelId}/events?after=0`)
+    const entered = feed.body.events.filter((e: { type: string }) => e.type === 'row.entered')
+    expect(entered.length).toBeGreaterThan(0)
+    expect(JSON.stringify(entered)).toContain('pat-9')
+  })
+
+  it('the maintenance tick re-makes a Subscription the server dropped, and catches up', async () => {
+    const created = await handshaken({ heartbeatSeconds: 10 })
+    const old = fx.only().id
+    fx.drop(old)
+    fx.put(patients(3)[2])
+    // Quiet for less than two heartbeat periods: nothing is read.
+    t.clock.advance(15_000)
+    const calm = await runMaintenanceTick(t.deps)
+    expect(calm.fhirSubscriptions).toEqual({ caughtUp: 0, checked: 0, remade: 0 })
+    t.clock.advance(10_000)
+    const tick = await runMaintenanceTick(t.deps)
+    expect(tick.fhirSubscriptions).toEqual({ caughtUp: 1, checked: 1, remade: 1 })
+    const remade = fx.only()
+    expect(remade.id).not.toBe(old)
+    expect(await keys(created.body.id)).toContain('Patient/pat-3')
+    expect((await sourceOf(created.body.id)).subscriptionStatus).toMatchObject({ id: remade.id, eventsSinceStart: 0 })
+  })
+
+  it('a FHIR server that refuses the Subscription leaves the source with the error shown; the tick makes it later', async () => {
+    const created = await createSource(
+      alice,
+      panelId,
+      { baseUrl: fx.baseUrl, resourceType: 'Patient', subscription: { topic: TOPIC, payload: 'id-only' } },
+      'fhir',
+    )
+    // No credentials: the server answers 401 to the search and the Subscription alike.
+    expect(created.status).toBe(201)
+    expect(created.body.subscriptionStatus).toMatchObject({ id: null, status: 'error', error: expect.stringContaining('401') })
+    expect(fx.subscriptions.size).toBe(0)
+    const fixed = await alice.put(`/api/datasources/${created.body.id}`, {
+      config: { ...created.body.config, authentication: { type: 'bearer', token: UPSTREAM_TOKEN } },
+    })
+    expect(fixed.body.subscriptionStatus).toMatchObject({ id: fx.only().id, status: expect.stringMatching(/requested|active/) })
+    expect(fixed.body.subscriptionStatus.error).toBeUndefined()
   })
 
   it('validates config.subscription field by field', async () => {
