@@ -241,6 +241,18 @@ describe('fhir sources in subscription mode', () => {
     const [sent] = await fx.change(patients(3)[2])
     expect(sent).toMatchObject({ status: 200, body: { catchUp: true } })
     await waitFor(async () => ((await keys(created.body.id)).includes('Patient/pat-3') ? true : undefined))
+    // A sender that PUTs the resource at {endpoint}/{type}/{id} (HAPI's classic rest-hook with a payload).
+    fx.put(patients(4)[3])
+    const put = await t.app.request(`${new URL(sub.endpoint).pathname}/Patient/pat-4`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/fhir+json', Authorization: sub.headers.Authorization },
+      body: JSON.stringify(patients(4)[3]),
+    })
+    expect(put.status).toBe(200)
+    expect(await put.json()).toMatchObject({ catchUp: true })
+    await waitFor(async () => ((await keys(created.body.id)).includes('Patient/pat-4') ? true : undefined))
+    const wrong = await t.app.request(`${new URL(sub.endpoint).pathname}/Patient/pat-4`, { method: 'PUT', body: '{}' })
+    expect(wrong.status).toBe(401)
   })
 
   it('a change of the subscription replaces the upstream one; deleting the source deletes it', async () => {
@@ -291,7 +303,11 @@ describe('fhir sources in subscription mode', () => {
             ],
           },
         },
-        { fullUrl: `${fx.baseUrl}/Patient/pat-9`, resource: { ...patients(9)[8] }, request: { method: 'PUT', url: 'Patient/pat-9' } },
+        {
+          fullUrl: `${fx.baseUrl}/Patient/pat-9`,
+          resource: { ...patients(9)[8] },
+          request: { method: 'PUT', url: 'Patient/pat-9' },
+        },
       ],
     })
     const path = new URL(sub.endpoint).pathname

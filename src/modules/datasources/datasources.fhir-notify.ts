@@ -56,18 +56,24 @@ const refused = () => unauthorized('UNAUTHORIZED', 'The notification token or it
 
 /**
  * Handles one notification; answers what it did. `authorization` is the request's Authorization
- * header (the channel header the Subscription was made with).
+ * header (the channel header the Subscription was made with); `addressed`: the sender appended the
+ * resource's address to the endpoint (a classic rest-hook with a payload).
  */
 export async function receiveFhirNotification(
   deps: Deps,
   token: string,
   authorization: string | undefined,
   body: Uint8Array,
+  options: { addressed?: boolean } = {},
 ): Promise<NotifyReceipt> {
   const { ctx, row, source, config } = await verified(deps, token, authorization)
   const text = new TextDecoder().decode(body).trim()
   const receipt: NotifyReceipt = { type: 'event-notification', applied: 0, duplicate: false, catchUp: false }
-  if (config.subscription.criteria !== undefined && !isBundle(text)) {
+  const classic = config.subscription.criteria !== undefined
+  if (options.addressed && !classic) {
+    throw invalid([{ path: 'url', message: 'a topic-based Subscription notifies at the endpoint itself' }])
+  }
+  if (classic && (options.addressed || !isBundle(text))) {
     // Classic R4 criteria: an empty POST, or the resource itself, says "something changed": the
     // catch-up search finds what.
     await owe(ctx, source.id, row.caughtUpAt, { lastNotificationAt: isoNow(ctx.clock), status: 'active' })

@@ -22,7 +22,7 @@ const notifyRoute = createRoute({
   tags: ['Data sources'],
   summary: "Receive a FHIR Subscription notification for a fhir source's live rows",
   description:
-    'The channel endpoint the service registers in the upstream Subscription of a `fhir` source with `config.subscription`. No bearer token of ours: the unguessable `{token}` names the source, and the `Authorization` header must be the channel header the Subscription was made with; either wrong or missing is a 401 and nothing changes. A backport `history` Bundle (handshake, heartbeat, event-notification) or, for classic criteria, an empty body or a resource. At most 8 MiB.',
+    'The channel endpoint the service registers in the upstream Subscription of a `fhir` source with `config.subscription`. No bearer token of ours: the unguessable `{token}` names the source, and the `Authorization` header must be the channel header the Subscription was made with; either wrong or missing is a 401 and nothing changes. A backport `history` Bundle (handshake, heartbeat, event-notification) or, for classic criteria, an empty body or a resource; classic senders may also `PUT` or `POST` to `/fhir-notify/{token}/{type}/{id}`. At most 8 MiB.',
   request: {
     params: z.object({
       token: z.string().openapi({ param: { name: 'token', in: 'path' }, example: 'k3J9…' } as never),
@@ -43,10 +43,23 @@ const notifyRoute = createRoute({
   },
 })
 
-/** FHIR Subscription notifications of `fhir` sources; mounted at the root, outside /api and /fhir. */
+/**
+ * FHIR Subscription notifications of `fhir` sources; mounted at the root, outside /api and /fhir.
+ * Classic rest-hook senders that append the resource's address to the endpoint (`PUT
+ * {endpoint}/Patient/123`, HAPI's way with a payload) reach the same receiver: a classic
+ * notification, answered by a catch-up.
+ */
 export const fhirNotifyRouter = createRouter().openapi(notifyRoute, async (c) => {
   const body = await readBody(c.req.raw, MAX_NOTIFICATION_BODY)
   const receipt = await receiveFhirNotification(c.get('deps'), c.req.param('token'), c.req.header('authorization'), body)
+  return sendJson(c, receipt, 200)
+})
+
+fhirNotifyRouter.on(['POST', 'PUT'], '/fhir-notify/:token/:type{[A-Z][A-Za-z]{1,63}}/:id', async (c) => {
+  const body = await readBody(c.req.raw, MAX_NOTIFICATION_BODY)
+  const receipt = await receiveFhirNotification(c.get('deps'), c.req.param('token'), c.req.header('authorization'), body, {
+    addressed: true,
+  })
   return sendJson(c, receipt, 200)
 })
 
