@@ -12,6 +12,7 @@ CREATE TABLE `fhir_source_subscriptions` (
 	`last_notification_at` text,
 	`caught_up_at` text NOT NULL,
 	`catch_up_from` text,
+	`catch_up_running` text,
 	`last_claim` text,
 	`checked_at` text,
 	`created_at` text NOT NULL,

@@ -144,6 +144,11 @@ export const fhirSourceSubscriptions = sqliteTable(
     /** A catch-up is owed (a gap, a restart, an error status, a notification met a running sync), from this instant. */
     catchUpFrom: text(),
     /**
+     * The instant a running catch-up reads from. Given back as owed when its run ends without
+     * success, or by the tick when the run died (the source's lease is free).
+     */
+    catchUpRunning: text(),
+    /**
      * The claim of the last notification written: its batch moves the counter and sets this, and
      * fails as a whole when another instance moved the counter first (a duplicate or a race).
      */

@@ -348,6 +348,24 @@ describe('fhir sources in subscription mode', () => {
     expect((await sourceOf(created.body.id)).subscriptionStatus).toMatchObject({ id: remade.id, eventsSinceStart: 0 })
   })
 
+  it('a catch-up whose run died is given back as owed and run by the tick', async () => {
+    const created = await handshaken()
+    fx.put(patients(3)[2])
+    // As a crash leaves it: taken (running from an instant), no run holding the source.
+    await t.client.execute({
+      sql: `UPDATE fhir_source_subscriptions SET catch_up_running = '2025-01-01T00:00:00.000Z', updated_at = ? WHERE data_source_id = ?`,
+      args: [t.clock.now().toISOString(), created.body.id],
+    })
+    const early = await runMaintenanceTick(t.deps)
+    expect(early.fhirSubscriptions.caughtUp).toBe(0)
+    t.clock.advance(61_000)
+    const tick = await runMaintenanceTick(t.deps)
+    expect(tick.fhirSubscriptions.caughtUp).toBe(1)
+    expect(fx.searches.at(-1)).toBe(`/fhir/Patient?_lastUpdated=${encodeURIComponent('gt2025-01-01T00:00:00.000Z')}`)
+    expect(await keys(created.body.id)).toContain('Patient/pat-3')
+    expect(await subscriptionRow(created.body.id)).toMatchObject({ catch_up_from: null, catch_up_running: null })
+  })
+
   it('a FHIR server that refuses the Subscription leaves the source with the error shown; the tick makes it later', async () => {
     const created = await createSource(
       alice,

@@ -3,7 +3,7 @@ import { DEFAULT_HEARTBEAT_SECONDS } from '../../connectors/fhir-subscription-co
 import { systemContext } from '../../context.ts'
 import { dataSources, fhirSourceSubscriptions } from '../../db/schema.ts'
 import type { Deps } from '../../deps.ts'
-import { catchUp } from './datasources.fhir-notify.ts'
+import { catchUp, reclaimCatchUps } from './datasources.fhir-notify.ts'
 import { checkUpstream } from './datasources.fhir-subscription.ts'
 import type { DataSourceRow } from './datasources.schemas.ts'
 
@@ -21,13 +21,14 @@ const livePanel = sql`EXISTS (SELECT 1 FROM data_sources d JOIN panels p ON p.id
   WHERE d.id = ${fhirSourceSubscriptions.dataSourceId} AND p.deleted_at IS NULL)`
 
 /**
- * The maintenance tick's step for live fhir sources (docs/connectors-fhir.md "Faults"): runs the
- * catch-ups still owed, then reads the upstream Subscription of each source that heard nothing
+ * The maintenance tick's step for live fhir sources (docs/connectors-fhir.md "Nothing lost"): gives
+ * back the catch-ups whose run died, runs the catch-ups still owed, then reads the upstream Subscription of each source that heard nothing
  * (no notification, no check) for two heartbeat periods, or has none yet; a dropped one is made
  * again. At most `limit` of each per step.
  */
 export async function checkFhirSubscriptions(deps: Deps, now: Date, limit = 20): Promise<FhirSubscriptionReport> {
   const report: FhirSubscriptionReport = { caughtUp: 0, checked: 0, remade: 0 }
+  await reclaimCatchUps(deps.db, now)
   const owed = await deps.db
     .select({ id: fhirSourceSubscriptions.dataSourceId, tenantId: fhirSourceSubscriptions.tenantId })
     .from(fhirSourceSubscriptions)

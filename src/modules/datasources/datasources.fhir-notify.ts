@@ -1,4 +1,4 @@
-import { and, eq, sql } from 'drizzle-orm'
+import { and, eq, isNotNull, isNull, sql } from 'drizzle-orm'
 import type { FhirConfig } from '../../connectors/fhir.ts'
 import {
   type Notification,
@@ -114,9 +114,10 @@ async function recheck(ctx: ServiceContext, source: DataSourceRow) {
 /**
  * A catch-up of the source, if one is owed: an incremental sync run (trigger `subscription`) whose
  * read is the source's own search of each resource type with `_lastUpdated=gt<from>`; it adds and
- * updates, never deletes what it did not see. The owed instant is taken at the start (a gap found
- * meanwhile owes another one) and given back when the run cannot start or fails. Answers whether
- * a catch-up ran and succeeded.
+ * updates, never deletes what it did not see. The owed instant is taken at the start into
+ * `catch_up_running` (a gap found meanwhile owes another one) and given back when the run cannot
+ * start or fails, or by the tick when the run died (`reclaimCatchUps`). Answers whether a catch-up
+ * ran and succeeded.
  */
 export async function catchUp(ctx: ServiceContext, sourceId: number): Promise<boolean> {
   const row = await subscriptionOf(ctx, sourceId)
@@ -125,13 +126,19 @@ export async function catchUp(ctx: ServiceContext, sourceId: number): Promise<bo
   const [source] = (await ctx.db.select().from(dataSources).where(eq(dataSources.id, sourceId))) as DataSourceRow[]
   const config = source && (await subscribedConfig(ctx, source))
   if (!config) return false
+  const started = isoNow(ctx.clock)
   const taken = await ctx.db
     .update(fhirSourceSubscriptions)
-    .set({ catchUpFrom: null })
-    .where(and(eq(fhirSourceSubscriptions.dataSourceId, sourceId), eq(fhirSourceSubscriptions.catchUpFrom, from)))
+    .set({ catchUpFrom: null, catchUpRunning: from, updatedAt: started })
+    .where(
+      and(
+        eq(fhirSourceSubscriptions.dataSourceId, sourceId),
+        eq(fhirSourceSubscriptions.catchUpFrom, from),
+        isNull(fhirSourceSubscriptions.catchUpRunning),
+      ),
+    )
     .returning({ id: fhirSourceSubscriptions.dataSourceId })
   if (taken.length === 0) return false
-  const started = isoNow(ctx.clock)
   let ok = false
   try {
     const run = await beginSync(ctx, source, 'subscription')
@@ -144,9 +151,35 @@ export async function catchUp(ctx: ServiceContext, sourceId: number): Promise<bo
   } catch (err) {
     if (!isConflict(err)) throw err
   } finally {
-    await (ok ? caughtUp(ctx, sourceId, started) : owe(ctx, sourceId, from, {}))
+    await (ok ? caughtUp(ctx, sourceId, started) : owe(ctx, sourceId, from, { catchUpRunning: null }))
   }
   return ok
+}
+
+/**
+ * Gives back as owed the catch-ups whose run died (a crash, a stop): still marked running a minute
+ * after they were taken, while their source's lease is free. Answers how many.
+ */
+export async function reclaimCatchUps(db: ServiceContext['db'], now: Date): Promise<number> {
+  const at = now.toISOString()
+  const before = new Date(now.getTime() - 60_000).toISOString()
+  const given = await db
+    .update(fhirSourceSubscriptions)
+    .set({
+      catchUpFrom: sql`CASE WHEN catch_up_from IS NULL OR catch_up_from > catch_up_running THEN catch_up_running ELSE catch_up_from END`,
+      catchUpRunning: null,
+      updatedAt: at,
+    } as never)
+    .where(
+      and(
+        isNotNull(fhirSourceSubscriptions.catchUpRunning),
+        sql`${fhirSourceSubscriptions.updatedAt} < ${before}`,
+        sql`EXISTS (SELECT 1 FROM data_sources d WHERE d.id = ${fhirSourceSubscriptions.dataSourceId}
+          AND (d.lease_run_id IS NULL OR d.lease_expires_at < ${at}))`,
+      ),
+    )
+    .returning({ id: fhirSourceSubscriptions.dataSourceId })
+  return given.length
 }
 
 /**
@@ -387,6 +420,6 @@ const GONE = 'gone'
 async function caughtUp(ctx: ServiceContext, sourceId: number, started: string) {
   await ctx.db
     .update(fhirSourceSubscriptions)
-    .set({ caughtUpAt: sql`max(caught_up_at, ${started})`, updatedAt: isoNow(ctx.clock) } as never)
+    .set({ caughtUpAt: sql`max(caught_up_at, ${started})`, catchUpRunning: null, updatedAt: isoNow(ctx.clock) } as never)
     .where(eq(fhirSourceSubscriptions.dataSourceId, sourceId))
 }
