@@ -360,8 +360,13 @@ async function applyEvents(
       }
       return { applied: records.length, duplicate: false, catchUp: owes }
     } catch (err) {
+      if (isConflict(err) && attempt < CLAIM_ATTEMPTS - 1) {
+        // Another write holds the source (most often the previous notification's): a moment later.
+        await new Promise((resolve) => setTimeout(resolve, 20 * (attempt + 1)))
+        continue
+      }
       if (isConflict(err)) {
-        // Another sync holds the source: the counter moves, and the catch-up after it brings these changes.
+        // A sync holds the source: the counter moves, and the catch-up after it brings these changes.
         await owe(ctx, source.id, row.caughtUpAt, {})
         await ctx.db
           .update(fhirSourceSubscriptions)
