@@ -78,7 +78,7 @@ describe('the Subscription posted upstream', () => {
 describe('a catch-up search', () => {
   it('adds _lastUpdated=gt<since> to the search parameters, whatever their form', () => {
     const since = '2026-01-01T12:00:00.000Z'
-    expect(withLastUpdated({}, since).searchParams).toEqual({ _lastUpdated: `gt${since}` })
+    expect(withLastUpdated({ searchParams: undefined }, since).searchParams).toEqual({ _lastUpdated: `gt${since}` })
     expect(withLastUpdated({ searchParams: 'active=true' }, since).searchParams).toBe(
       `active=true&_lastUpdated=${encodeURIComponent(`gt${since}`)}`,
     )
