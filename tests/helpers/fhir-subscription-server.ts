@@ -261,6 +261,33 @@ export async function startSubscriptionServer(options: { token?: string } = {}) 
     async change(resource: Resource, opts: NotifyOptions = {}) {
       return announce(this.put(resource), 'PUT', opts)
     },
+    /** Stores and deletes several resources, then sends one notification carrying all their events. */
+    async batch(puts: Resource[], deletes: { type: string; id: string }[] = []) {
+      const changes = [
+        ...puts.map((r) => ({ resource: this.put(r), method: 'PUT' as const })),
+        ...deletes.map(({ type, id }) => {
+          const key = `${type}/${id}`
+          const resource = (resources.get(key) ?? { resourceType: type, id }) as Resource
+          resources.delete(key)
+          deleted.add(key)
+          return { resource, method: 'DELETE' as const }
+        }),
+      ]
+      const out: Sent[] = []
+      for (const sub of subscriptions.values()) {
+        if (sub.status === 'off' || !sub.backport) continue
+        const numbers = changes.map(() => ++sub.events)
+        out.push(
+          await deliver(
+            sub,
+            'event-notification',
+            changes.map((c) => entryOf(sub, c.resource, c.method)),
+            numbers,
+          ),
+        )
+      }
+      return out
+    },
     /** Deletes a resource (reads answer 410) and sends the DELETE event. */
     async remove(type: string, id: string, opts: NotifyOptions = {}) {
       const key = `${type}/${id}`
