@@ -17,10 +17,11 @@ import { importRows } from '../rows/import.fixtures.ts'
 /**
  * Every writer of rows goes through the row store's one write protocol (src/rowstore/write.ts),
  * so the change feed cannot differ by path: the same change made by each writer — an incremental
- * sync, a webhook delivery, a webhook snapshot, a FHIR Subscription notification, an import — appends the same `row.*` and
- * `panel.rows_changed` events as that change made by a full sync (whose own events are checked
- * against the expected list first). Ids, sources, keys of keyless writers and the cause differ by
- * path and are left out of the comparison; rows are named by their `Id` cell.
+ * sync, a webhook delivery, a webhook snapshot, a FHIR Subscription notification, an import —
+ * appends the same `row.*` and `panel.rows_changed` events as that change made by a full sync
+ * (whose own events are checked against the expected list first). Ids, sources, keys of keyless
+ * writers and the cause differ by path and are left out of the comparison; rows are named by their
+ * `Id` cell.
  */
 
 interface Patient {
