@@ -1,4 +1,7 @@
+import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { runBatch } from '../../src/db/client.ts'
+import { claimOnCounter } from '../../src/modules/datasources/datasources.fhir-notify.ts'
 import { runMaintenanceTick } from '../../src/scheduler/maintenance-tick.ts'
 import { makeTestApp, type TestApp } from '../helpers/app.ts'
 import { patients } from '../helpers/fhir-server.ts'
@@ -328,6 +331,41 @@ describe('fhir sources in subscription mode', () => {
     const entered = feed.body.events.filter((e: { type: string }) => e.type === 'row.entered')
     expect(entered.length).toBeGreaterThan(0)
     expect(JSON.stringify(entered)).toContain('pat-9')
+  })
+
+  it('the claim on the event counter commits only from the count read: a stale claim fails its whole batch', async () => {
+    const created = await handshaken()
+    const id = created.body.id
+    const now = t.clock.now().toISOString()
+    await runBatch(t.deps.db, claimOnCounter({ sourceId: id, seen: 0, highest: 2, claim: 'first', now, owes: false }))
+    // Another instance read the count before the first claim committed.
+    const written = sql`UPDATE fhir_source_subscriptions SET error = 'rows written' WHERE data_source_id = ${id}`
+    const stale = claimOnCounter({ sourceId: id, seen: 0, highest: 3, claim: 'second', now, owes: true })
+    await expect(runBatch(t.deps.db, [written, ...stale])).rejects.toThrow()
+    expect(await subscriptionRow(id)).toMatchObject({
+      events_since_start: 2,
+      last_claim: 'first',
+      error: null,
+      catch_up_from: null,
+    })
+    // Never backwards: a claim from the right count with a lower number keeps the count.
+    await runBatch(t.deps.db, claimOnCounter({ sourceId: id, seen: 2, highest: 1, claim: 'third', now, owes: false }))
+    expect(await subscriptionRow(id)).toMatchObject({ events_since_start: 2, last_claim: 'third' })
+  })
+
+  it('a heartbeat below the count seen (the server counts again from the start) takes its count and catches up', async () => {
+    const created = await handshaken()
+    await fx.change(patients(3)[2])
+    await fx.change(patients(4)[3])
+    fx.put(patients(5)[4])
+    fx.restart(fx.only().id, 0)
+    const [beat] = await fx.heartbeat()
+    expect(beat.body).toMatchObject({ type: 'heartbeat', catchUp: true })
+    await waitFor(async () => ((await keys(created.body.id)).includes('Patient/pat-5') ? true : undefined))
+    expect((await sourceOf(created.body.id)).subscriptionStatus).toMatchObject({ eventsSinceStart: 0 })
+    // The next event, number 1, is applied at once.
+    const [next] = await fx.change(patients(6)[5])
+    expect(next.body).toMatchObject({ applied: 1, duplicate: false, catchUp: false })
   })
 
   it('the maintenance tick re-makes a Subscription the server dropped, and catches up', async () => {

@@ -1,4 +1,4 @@
-import { and, eq, isNotNull, isNull, sql } from 'drizzle-orm'
+import { and, eq, isNotNull, isNull, type SQL, sql } from 'drizzle-orm'
 import type { FhirConfig } from '../../connectors/fhir.ts'
 import {
   type Notification,
@@ -264,9 +264,11 @@ const isBundle = (text: string) => {
 }
 
 /**
- * A handshake or heartbeat: the status and last notification are recorded; a heartbeat (or any
- * notification) whose `events-since-subscription-start` is beyond what was seen means events were
- * missed (a lost notification, a restart of ours or theirs): a catch-up is owed. Answers whether.
+ * A handshake or heartbeat: the status and last notification are recorded; one whose
+ * `events-since-subscription-start` is beyond what was seen means events were missed (a lost
+ * notification, a restart of ours or theirs), one below it that the server's count started again:
+ * either owes a catch-up, and the count is taken as the server gives it. Answers whether a
+ * catch-up is owed.
  */
 async function acknowledge(ctx: ServiceContext, sourceId: number, n: Notification): Promise<boolean> {
   const now = isoNow(ctx.clock)
@@ -278,10 +280,12 @@ async function acknowledge(ctx: ServiceContext, sourceId: number, n: Notificatio
     .set({
       lastNotificationAt: now,
       ...(status ? { status, error: null } : {}),
+      // Beyond what was seen: events were missed. Below it: the server's count started again (a
+      // restart that lost its state): the count is taken as it is now. Either way, a catch-up.
       ...(since !== undefined
         ? {
-            catchUpFrom: sql`CASE WHEN ${since} > events_since_start AND catch_up_from IS NULL THEN caught_up_at ELSE catch_up_from END`,
-            eventsSinceStart: sql`max(events_since_start, ${since})`,
+            catchUpFrom: sql`CASE WHEN ${since} <> events_since_start AND catch_up_from IS NULL THEN caught_up_at ELSE catch_up_from END`,
+            eventsSinceStart: since,
           }
         : {}),
       updatedAt: now,
@@ -335,17 +339,7 @@ async function applyEvents(
     const owes = gap || fetchFailed
     const claim = crypto.randomUUID()
     const now = isoNow(ctx.clock)
-    const claimStatements = [
-      sql`UPDATE fhir_source_subscriptions SET events_since_start = ${highest}, last_claim = ${claim},
-          last_notification_at = ${now}, updated_at = ${now},
-          status = CASE WHEN status = 'requested' THEN 'active' ELSE status END,
-          catch_up_from = ${owes ? sql`coalesce(catch_up_from, caught_up_at)` : sql`catch_up_from`},
-          caught_up_at = max(caught_up_at, ${now})
-        WHERE data_source_id = ${source.id} AND events_since_start = ${seen}`,
-      // The guard: a claim lost to another instance fails the whole batch (json() of a non-JSON text raises).
-      sql`SELECT json('claim lost') FROM fhir_source_subscriptions
-        WHERE data_source_id = ${source.id} AND (last_claim IS NULL OR last_claim <> ${claim})`,
-    ]
+    const claimStatements = claimOnCounter({ sourceId: source.id, seen, highest, claim, now, owes })
     try {
       if (records.length > 0) {
         await applyPushed(ctx, source.id, {
@@ -379,6 +373,40 @@ async function applyEvents(
     }
   }
   throw new AppError('CONFLICT', 'The notification could not be claimed: other notifications of this source keep arriving')
+}
+
+/** What a notification's claim on the event counter is made of. */
+export interface Claim {
+  sourceId: number
+  /** The counter as read. */
+  seen: number
+  /** The notification's highest event number. */
+  highest: number
+  /** A random id of this claim. */
+  claim: string
+  now: string
+  /** A catch-up is owed (a gap, a resource that could not be read). */
+  owes: boolean
+}
+
+/**
+ * The claim's two statements, to commit in the batch of the notification's rows: the counter moved
+ * from `seen` (never backwards), the claim's id, the times, the status made active, a catch-up owed
+ * from the last instant applied; then the guard, which fails the whole batch (json() of a text that
+ * is not JSON raises) when the counter was not at `seen`, that is when another instance claimed
+ * first.
+ */
+export function claimOnCounter(c: Claim): SQL[] {
+  return [
+    sql`UPDATE fhir_source_subscriptions SET events_since_start = max(events_since_start, ${c.highest}),
+        last_claim = ${c.claim}, last_notification_at = ${c.now}, updated_at = ${c.now},
+        status = CASE WHEN status = 'requested' THEN 'active' ELSE status END,
+        catch_up_from = ${c.owes ? sql`coalesce(catch_up_from, caught_up_at)` : sql`catch_up_from`},
+        caught_up_at = max(caught_up_at, ${c.now})
+      WHERE data_source_id = ${c.sourceId} AND events_since_start = ${c.seen}`,
+    sql`SELECT json('claim lost') FROM fhir_source_subscriptions
+      WHERE data_source_id = ${c.sourceId} AND (last_claim IS NULL OR last_claim <> ${c.claim})`,
+  ]
 }
 
 /**
