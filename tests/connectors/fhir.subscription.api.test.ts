@@ -333,6 +333,20 @@ describe('fhir sources in subscription mode', () => {
     expect(JSON.stringify(entered)).toContain('pat-9')
   })
 
+  it('a notification that meets the initial sync is acknowledged, and the catch-up after it brings the change', async () => {
+    fx.state.searchDelayMs = 600
+    const creating = live()
+    await waitFor(async () => (fx.searches.length > 0 && fx.subscriptions.size === 1 ? true : undefined))
+    await waitFor(async () => (fx.only().status === 'active' ? true : undefined))
+    const [sent] = await fx.change(patients(3)[2])
+    expect(sent).toMatchObject({ status: 200, body: { applied: 0, catchUp: true } })
+    const created = await creating
+    expect(created.body.syncStatus).toBe('success')
+    fx.state.searchDelayMs = 0
+    await waitFor(async () => ((await keys(created.body.id)).includes('Patient/pat-3') ? true : undefined))
+    expect(fx.searches.some((q) => q.includes('_lastUpdated=gt'))).toBe(true)
+  })
+
   it('the claim on the event counter commits only from the count read: a stale claim fails its whole batch', async () => {
     const created = await handshaken()
     const id = created.body.id

@@ -52,6 +52,8 @@ export async function startSubscriptionServer(options: { token?: string } = {}) 
   const subscriptions = new Map<string, HeldSubscription>()
   const sent: Sent[] = []
   const searches: string[] = []
+  /** `searchDelayMs`: searches answer this much later (a sync that takes its time). */
+  const state = { searchDelayMs: 0 }
   const reads: string[] = []
   let nextId = 1
   let server: FixtureServer | undefined
@@ -178,6 +180,8 @@ export async function startSubscriptionServer(options: { token?: string } = {}) 
       return found ? send(res, 200, found) : send(res, 404, outcome('not-found', `${type}/${id} is not known`))
     }
     searches.push(`${url.pathname}${url.search}`)
+    const answer = (status: number, body: unknown) =>
+      state.searchDelayMs > 0 ? setTimeout(() => send(res, status, body), state.searchDelayMs) : send(res, status, body)
     let matches = [...resources.values()].filter((r) => r.resourceType === type)
     for (const bound of url.searchParams.getAll('_lastUpdated')) {
       const [, prefix, at] = /^(gt|ge|lt|le|eq)?(.+)$/.exec(bound) ?? []
@@ -187,7 +191,8 @@ export async function startSubscriptionServer(options: { token?: string } = {}) 
         return prefix === 'gt' ? u > t : prefix === 'ge' ? u >= t : prefix === 'lt' ? u < t : prefix === 'le' ? u <= t : u === t
       })
     }
-    send(res, 200, {
+    // The matches are taken now: a slow answer shows the server as it was when the search came.
+    answer(200, {
       resourceType: 'Bundle',
       type: 'searchset',
       total: matches.length,
@@ -244,6 +249,7 @@ export async function startSubscriptionServer(options: { token?: string } = {}) 
 
   return {
     server,
+    state,
     baseUrl: base(),
     subscriptions,
     sent,
@@ -320,6 +326,7 @@ export async function startSubscriptionServer(options: { token?: string } = {}) 
       return all[0]
     },
     reset() {
+      state.searchDelayMs = 0
       resources.clear()
       deleted.clear()
       subscriptions.clear()

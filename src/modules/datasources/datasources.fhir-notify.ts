@@ -139,6 +139,7 @@ export async function catchUp(ctx: ServiceContext, sourceId: number): Promise<bo
     )
     .returning({ id: fhirSourceSubscriptions.dataSourceId })
   if (taken.length === 0) return false
+  ctx.log.info('fhir catch-up', { dataSourceId: sourceId, since: from })
   let ok = false
   try {
     const run = await beginSync(ctx, source, 'subscription')

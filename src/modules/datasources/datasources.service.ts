@@ -11,10 +11,12 @@ import { rowWrite, writeRows } from '../../rowstore/write.ts'
 import { changeInsert, createdFields } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import { requirePanel } from '../panels/panels.service.ts'
+import { startCatchUp } from './datasources.fhir-notify.ts'
 import {
   reconcileSubscription,
   removeSubscription,
   requirePublicBaseUrl,
+  subscriptionOf,
   subscriptionStatusOf,
 } from './datasources.fhir-subscription.ts'
 import { nextSyncAt, scheduleIssues } from './datasources.schedule.ts'
@@ -140,6 +142,8 @@ export async function createDataSource(
   // notified (or caught up), never lost between the two.
   await reconcileSubscription(ctx, (inserted[0] as DataSourceRow).id)
   const outcome = await runSync(ctx, inserted[0] as DataSourceRow, 'create')
+  // Notifications that met the initial sync owe a catch-up: it runs now rather than at the next tick.
+  if (await subscriptionOf(ctx, outcome.source.id)) startCatchUp(ctx, outcome.source.id)
   return dto(ctx, outcome.source)
 }
 
