@@ -3,7 +3,7 @@ import { DEFAULT_HEARTBEAT_SECONDS } from '../../connectors/fhir-subscription-co
 import { systemContext } from '../../context.ts'
 import { dataSources, fhirSourceSubscriptions } from '../../db/schema.ts'
 import type { Deps } from '../../deps.ts'
-import { catchUp, reclaimCatchUps } from './datasources.fhir-notify.ts'
+import { catchUp, reclaimCatchUps } from './datasources.fhir-catch-up.ts'
 import { checkUpstream } from './datasources.fhir-subscription.ts'
 import type { DataSourceRow } from './datasources.schemas.ts'
 

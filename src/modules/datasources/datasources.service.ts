@@ -11,7 +11,7 @@ import { rowWrite, writeRows } from '../../rowstore/write.ts'
 import { changeInsert, createdFields } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import { requirePanel } from '../panels/panels.service.ts'
-import { startCatchUp } from './datasources.fhir-notify.ts'
+import { startCatchUp } from './datasources.fhir-catch-up.ts'
 import {
   reconcileSubscription,
   removeSubscription,
