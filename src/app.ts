@@ -11,6 +11,7 @@ import { auditRouter } from './modules/audit/audit.routes.ts'
 import { changesRouter } from './modules/changes/changes.routes.ts'
 import { columnsRouter } from './modules/columns/columns.routes.ts'
 import { datasourcesRouter } from './modules/datasources/datasources.routes.ts'
+import { fhirNotifyRouter } from './modules/datasources/fhir-notify.routes.ts'
 import { webhooksRouter } from './modules/datasources/webhooks.routes.ts'
 import { eventsRouter } from './modules/events/events.routes.ts'
 import { fhirRouter } from './modules/fhir/fhir.routes.ts'
@@ -70,6 +71,7 @@ export function createApp(makeDeps: MakeDeps) {
   app.route('/fhir', fhirRouter)
   app.route('/fhir', fhirViewDefinitionsRouter)
   app.route('/fhir', viewDefinitionExportRouter('fhir'))
+  app.route('/', fhirNotifyRouter)
 
   app.openAPIRegistry.registerComponent('securitySchemes', 'Bearer', {
     type: 'http',

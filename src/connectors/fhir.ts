@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { readBulk } from './fhir-bulk.ts'
 import { BulkConfig, bulkCursor, resourceTypeName } from './fhir-bulk-config.ts'
+import { SubscriptionConfig } from './fhir-subscription-config.ts'
 import { Authentication } from './shared/auth.ts'
 import { httpUrl, maxPagesField, NO_CREDENTIALS_MESSAGE, requestFields, withoutCredentials } from './shared/http-config.ts'
 import type { HttpClient } from './shared/request.ts'
@@ -20,6 +21,8 @@ export const FhirConfig = z
     /** `search` (the default): FHIR searches. `bulk`: a Bulk Data `$export` (fhir-bulk.ts). */
     mode: z.enum(['search', 'bulk']).optional(),
     bulk: BulkConfig.optional(),
+    /** Search mode: a live source fed by FHIR Subscription notifications (fhir-subscription-config.ts). */
+    subscription: SubscriptionConfig.optional(),
     /** Mode bulk with since auto: the transactionTime of the last export applied (stored by the sync). */
     lastSyncValue: z.string().optional(),
     resourceType: resourceTypeName.optional(),
@@ -37,6 +40,7 @@ export const FhirConfig = z
     (c, ctx) => {
       if (c.mode === 'bulk') {
         if (!c.bulk) ctx.addIssue({ code: 'custom', path: ['bulk'], message: 'required for mode bulk' })
+        if (c.subscription) ctx.addIssue({ code: 'custom', path: ['subscription'], message: 'only for mode search' })
       } else if (c.bulk) {
         ctx.addIssue({ code: 'custom', path: ['bulk'], message: 'only for mode bulk' })
       } else if (!c.resourceType && !c.resourceTypes) {

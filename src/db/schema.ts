@@ -112,6 +112,54 @@ export const dataSources = sqliteTable(
   ],
 )
 
+/**
+ * The upstream FHIR Subscription of a `fhir` source with `config.subscription` and the state of its
+ * notifications (docs/connectors-fhir.md "Subscription mode"). The receiver finds a source by the
+ * SHA-256 of its notification token; token and channel secret are stored encrypted. Several
+ * instances may receive notifications: a notification's rows commit only with its claim on the counter.
+ */
+export const fhirSourceSubscriptions = sqliteTable(
+  'fhir_source_subscriptions',
+  {
+    dataSourceId: integer()
+      .primaryKey()
+      .references(() => dataSources.id, { onDelete: 'cascade' }),
+    tenantId: text().notNull(),
+    /** Hex SHA-256 of the `{token}` of `/fhir-notify/{token}`. */
+    tokenHash: text().notNull(),
+    /** The token and the channel header's bearer secret, encrypted (`enc:v1:…`). */
+    token: text().notNull(),
+    secret: text().notNull(),
+    /** What the upstream Subscription was made from (subscriptionSpec): a change replaces it. */
+    spec: text().notNull(),
+    /** The upstream Subscription's id and status; null id while none exists (creation failed). */
+    upstreamId: text(),
+    status: text().notNull().default('requested'),
+    error: text(),
+    /** The highest `events-since-subscription-start` seen (applied, or covered by a catch-up). */
+    eventsSinceStart: integer().notNull().default(0),
+    lastNotificationAt: text(),
+    /** Every change up to this instant is applied: a catch-up searches `_lastUpdated=gt` it. */
+    caughtUpAt: text().notNull(),
+    /** A catch-up is owed (a gap, a restart, an error status, a notification met a running sync), from this instant. */
+    catchUpFrom: text(),
+    /**
+     * The instant a running catch-up reads from. Given back as owed when its run ends without
+     * success, or by the tick when the run died (the source's lease is free).
+     */
+    catchUpRunning: text(),
+    /**
+     * The claim of the last notification written: its batch moves the counter and sets this, and
+     * fails as a whole when another instance moved the counter first (a duplicate or a race).
+     */
+    lastClaim: text(),
+    /** When the upstream Subscription was last read (the heartbeat check). */
+    checkedAt: text(),
+    ...timestamps,
+  },
+  (t) => [uniqueIndex('fhir_source_subscriptions_token_idx').on(t.tokenHash)],
+)
+
 /** Webhook event ids already applied, so a redelivered event is acknowledged and not applied twice. */
 export const webhookEvents = sqliteTable(
   'webhook_events',
@@ -127,7 +175,7 @@ export const webhookEvents = sqliteTable(
   (t) => [uniqueIndex('webhook_events_source_event_idx').on(t.dataSourceId, t.eventId)],
 )
 
-export type SyncTrigger = 'create' | 'manual' | 'schedule' | 'webhook'
+export type SyncTrigger = 'create' | 'manual' | 'schedule' | 'webhook' | 'subscription'
 
 export const syncRuns = sqliteTable(
   'sync_runs',

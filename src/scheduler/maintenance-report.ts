@@ -1,7 +1,8 @@
+import type { FhirSubscriptionReport } from '../modules/datasources/datasources.fhir-check.ts'
 import type { DeliveryReport } from '../modules/subscriptions/subscriptions.report.ts'
 import type { TimeReport } from '../modules/work/work.time-report.ts'
 
-export type { DeliveryReport, TimeReport }
+export type { DeliveryReport, FhirSubscriptionReport, TimeReport }
 
 /**
  * What one maintenance tick (the scheduler's step) did. A module of its own, importing only other
@@ -30,4 +31,6 @@ export interface MaintenanceReport {
   exports: { resumed: number; removed: number }
   /** Expired claims freed, `row.overdue` appended, snoozes ended (docs/worklist.md "Time rules"). */
   time: TimeReport
+  /** Live fhir sources: catch-ups run, upstream Subscriptions checked and made again. */
+  fhirSubscriptions: FhirSubscriptionReport
 }

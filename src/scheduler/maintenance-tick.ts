@@ -4,6 +4,7 @@ import { dataSources, panels } from '../db/schema.ts'
 import type { Deps } from '../deps.ts'
 import { isConflict } from '../errors.ts'
 import { pruneAccessRecords } from '../modules/audit/audit.service.ts'
+import { checkFhirSubscriptions } from '../modules/datasources/datasources.fhir-check.ts'
 import { runSync } from '../modules/datasources/datasources.sync.ts'
 import { leaseFree, recoverInterruptedSyncs } from '../modules/datasources/datasources.sync-lease.ts'
 import { pruneEvents } from '../modules/events/events.retention.ts'
@@ -26,12 +27,13 @@ export type { MaintenanceReport }
  * long sync holds it back; sends the outbound webhook deliveries that are due (the time step's
  * events among them, and the heartbeats of FHIR topic subscriptions, queued just before); recovers
  * syncs whose lease ran out; runs the sources whose `nextSyncAt` is due, one after another, oldest
- * first, at most `limit` per call; recomputes panels left stale; carries on `$viewdefinition-export`
- * jobs nobody runs and removes expired or cancelled ones with their files; ends publications past
- * their expiry; deletes expired access records and change-feed events (a bounded batch per step;
- * then the FHIR topic event numbers of the events gone), and the wrong-password counts of views
- * whose window has ended. A source another runner holds is skipped (its lease decides). Sources of
- * deleted panels are never run.
+ * first, at most `limit` per call; runs the catch-ups live fhir sources owe and checks their
+ * upstream Subscriptions that went quiet (datasources.fhir-check.ts); recomputes panels left stale;
+ * carries on `$viewdefinition-export` jobs nobody runs and removes expired or cancelled ones with
+ * their files; ends publications past their expiry; deletes expired access records and change-feed
+ * events (a bounded batch per step; then the FHIR topic event numbers of the events gone), and the
+ * wrong-password counts of views whose window has ended. A source another runner holds is skipped
+ * (its lease decides). Sources of deleted panels are never run.
  */
 export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(), limit = 20): Promise<MaintenanceReport> {
   const report: MaintenanceReport = {
@@ -48,6 +50,7 @@ export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(
     webhooks: { subscriptions: 0, delivered: 0, retried: 0, failed: 0, disabled: 0, pruned: 0 },
     time: { panels: 0, freed: 0, overdue: 0, woken: 0 },
     exports: { resumed: 0, removed: 0 },
+    fhirSubscriptions: { caughtUp: 0, checked: 0, remade: 0 },
   }
   report.time = await runTimeStep(deps, now)
   // Deliveries next: they are bounded per step and waiting for them, while syncs are not. The FHIR
@@ -84,6 +87,7 @@ export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(
       }
     }
   }
+  report.fhirSubscriptions = await checkFhirSubscriptions(deps, now)
   report.recomputed = await recomputeStalePanels(deps)
   report.exports = await runExportMaintenance(deps, now)
   report.expired = await expireDuePublications((tenantId) => systemContext(deps, tenantId), deps.db, now)

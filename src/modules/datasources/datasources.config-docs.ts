@@ -153,6 +153,24 @@ const FhirConfig = z
       })
       .optional()
       .openapi({ description: 'The Bulk Data export of a source in mode bulk (docs/connectors-fhir.md)' }),
+    subscription: z
+      .object({
+        topic: text('The SubscriptionTopic canonical (R4 Subscriptions Backport); exactly one of topic and criteria').optional(),
+        criteria: text('Classic R4 criteria, e.g. Observation?code=http://loinc.org|8867-4').optional(),
+        filters: z
+          .array(z.string())
+          .optional()
+          .openapi({ description: 'The topic filters, each Type?param=value (backport filter criteria); with topic only' }),
+        payload: z.enum(['id-only', 'full-resource']).openapi({
+          description: '`full-resource`: notifications carry the resources; `id-only`: the service reads each one',
+        }),
+        heartbeatSeconds: count('The heartbeat period asked for (10 to 86400; default 60)').optional(),
+      })
+      .optional()
+      .openapi({
+        description:
+          'Search mode: a live source. The service registers a rest-hook Subscription at the server and applies its notifications at once (needs PUBLIC_BASE_URL; docs/connectors-fhir.md)',
+      }),
     lastSyncValue: text("Mode bulk with since auto: the last applied export's transactionTime (set by the service)").optional(),
     resourceType: text('The resource type searched, e.g. Patient (or resourceTypes); not used in mode bulk').optional(),
     resourceTypes: z.array(z.string()).optional().openapi({ description: 'Several resource types, each searched in turn' }),
@@ -169,7 +187,7 @@ const FhirConfig = z
   })
   .openapi('FhirDataSourceConfig', {
     description:
-      'Config of a `fhir` source: a FHIR R4 search, following the Bundle next links, or (mode bulk) a Bulk Data $export streamed as NDJSON. Records are keyed Type/id.',
+      'Config of a `fhir` source: a FHIR R4 search, following the Bundle next links, kept live by a FHIR Subscription when `subscription` is given, or (mode bulk) a Bulk Data $export streamed as NDJSON. Records are keyed Type/id.',
   })
 
 const DatabaseConfig = z

@@ -14,6 +14,19 @@ const exampleConfig = {
   authentication: { type: 'bearer', token: '<SECRET>' },
 }
 
+export const SubscriptionStatus = z
+  .object({
+    id: z
+      .string()
+      .nullable()
+      .openapi({ description: "The upstream Subscription's id; null while none could be made", example: '8512' }),
+    status: z.string().openapi({ description: 'Its status: requested, active, error, off', example: 'active' }),
+    eventsSinceStart: z.number().int().openapi({ description: 'The highest events-since-subscription-start seen', example: 42 }),
+    lastNotificationAt: Timestamp.nullable(),
+    error: z.string().optional().openapi({ description: 'Why the Subscription could not be made or reached' }),
+  })
+  .openapi('FhirSubscriptionStatus')
+
 export const DataSource = z
   .object({
     id: z.number().int().openapi({ example: 1 }),
@@ -34,6 +47,9 @@ export const DataSource = z
     userId: z.string().openapi({ example: 'user-456' }),
     createdAt: Timestamp,
     updatedAt: Timestamp,
+    subscriptionStatus: SubscriptionStatus.optional().openapi({
+      description: 'A fhir source with `config.subscription`: its upstream Subscription and notifications',
+    }),
   })
   .openapi('DataSource')
 
@@ -50,7 +66,7 @@ export const SyncRun = z
     id: z.number().int().openapi({ example: 7 }),
     dataSourceId: z.number().int().openapi({ example: 1 }),
     status: SyncStatus,
-    trigger: z.enum(['create', 'manual', 'schedule', 'webhook']).openapi({ example: 'manual' }),
+    trigger: z.enum(['create', 'manual', 'schedule', 'webhook', 'subscription']).openapi({ example: 'manual' }),
     startedAt: Timestamp,
     finishedAt: Timestamp.nullable(),
     durationMs: z.number().int().nullable().openapi({ example: 120 }),
@@ -109,7 +125,11 @@ export type SyncResultDto = z.infer<typeof SyncResult>
  * The wire shape; `config` must already be masked (`maskConfig`). `lastSync` repeats `lastSyncAt`
  * for the upstream web client (docs/decisions.md).
  */
-export const toDataSourceDto = (row: DataSourceRow, maskedConfig: Record<string, unknown>): DataSourceDto => ({
+export const toDataSourceDto = (
+  row: DataSourceRow,
+  maskedConfig: Record<string, unknown>,
+  subscriptionStatus?: z.infer<typeof SubscriptionStatus>,
+): DataSourceDto => ({
   id: row.id,
   panelId: row.panelId,
   type: row.type as DataSourceDto['type'],
@@ -123,6 +143,7 @@ export const toDataSourceDto = (row: DataSourceRow, maskedConfig: Record<string,
   userId: row.userId,
   createdAt: row.createdAt,
   updatedAt: row.updatedAt,
+  ...(subscriptionStatus ? { subscriptionStatus } : {}),
 })
 
 export const toSyncRunDto = (row: SyncRunRow): SyncRunDto => ({

@@ -2,7 +2,7 @@ import { and, asc, count, desc, eq, sql } from 'drizzle-orm'
 import { isFileSourceType } from '../../connectors/file.ts'
 import { connectorFor } from '../../connectors/registry.ts'
 import type { ServiceContext } from '../../context.ts'
-import { columns, dataSources, syncRuns, webhookEvents } from '../../db/schema.ts'
+import { columns, dataSources, fhirSourceSubscriptions, syncRuns, webhookEvents } from '../../db/schema.ts'
 import { records } from '../../db/schema-records.ts'
 import { AppError, invalid, issuesToDetails, notFound } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
@@ -11,6 +11,14 @@ import { rowWrite, writeRows } from '../../rowstore/write.ts'
 import { changeInsert, createdFields } from '../changes/changes.service.ts'
 import { notifyViewOwners } from '../notifications/notifications.service.ts'
 import { requirePanel } from '../panels/panels.service.ts'
+import { startCatchUp } from './datasources.fhir-catch-up.ts'
+import {
+  reconcileSubscription,
+  removeSubscription,
+  requirePublicBaseUrl,
+  subscriptionOf,
+  subscriptionStatusOf,
+} from './datasources.fhir-subscription.ts'
 import { nextSyncAt, scheduleIssues } from './datasources.schedule.ts'
 import {
   type CreateDataSourceInput,
@@ -27,7 +35,8 @@ import { requestCancel, runSync, runSyncInBackground } from './datasources.sync.
 import type { SyncOutcome } from './datasources.sync-end.ts'
 import { claimWebhookEndpoint, refusePull } from './datasources.webhooks.ts'
 
-const dto = async (ctx: ServiceContext, row: DataSourceRow) => toDataSourceDto(row, await maskConfig(ctx.secrets, row.config))
+const dto = async (ctx: ServiceContext, row: DataSourceRow) =>
+  toDataSourceDto(row, await maskConfig(ctx.secrets, row.config), await subscriptionStatusOf(ctx, row))
 
 /** A type with a connector validates its config now (400 naming `config.<field>`); others later. */
 function validateConfig(ctx: ServiceContext, type: string, config: Record<string, unknown>) {
@@ -41,6 +50,7 @@ function validateConfig(ctx: ServiceContext, type: string, config: Record<string
   const parsed = connector?.configSchema.safeParse(config)
   const issues = [...(parsed && !parsed.success ? issuesToDetails(parsed.error.issues, 'config') : []), ...scheduleIssues(config)]
   if (issues.length > 0) throw invalid(issues, `Invalid ${type} data source config`)
+  requirePublicBaseUrl(ctx, type, config)
 }
 
 /** 404 unless the caller may reach the panel: another tenant's, user's or a deleted panel. */
@@ -128,7 +138,12 @@ export async function createDataSource(
   ])
   // A webhook source is pushed to: it stays `pending` until its first delivery.
   if (input.type === 'webhook') return dto(ctx, inserted[0] as DataSourceRow)
+  // A live fhir source registers its Subscription first: what changes during the initial sync is
+  // notified (or caught up), never lost between the two.
+  await reconcileSubscription(ctx, (inserted[0] as DataSourceRow).id)
   const outcome = await runSync(ctx, inserted[0] as DataSourceRow, 'create')
+  // Notifications that met the initial sync owe a catch-up: it runs now rather than at the next tick.
+  if (await subscriptionOf(ctx, outcome.source.id)) startCatchUp(ctx, outcome.source.id)
   return dto(ctx, outcome.source)
 }
 
@@ -177,6 +192,8 @@ export async function updateDataSource(
       message: `Data source ${id} (${type}) was updated (${Object.keys(diff).join(', ')})`,
     }),
   ])
+  // Its upstream Subscription follows the new config: made, replaced or deleted.
+  await reconcileSubscription(ctx, id)
   return dto(ctx, row as DataSourceRow)
 }
 
@@ -189,6 +206,8 @@ export async function updateDataSource(
 export async function deleteDataSource(ctx: ServiceContext, id: number, at: SourceAddress = {}): Promise<void> {
   const before = await requireDataSource(ctx, id, at)
   const tenant = ctx.scope.tenantId
+  // The upstream Subscription goes first, while its config is still there to reach the server.
+  await removeSubscription(ctx, before)
   // Its rows leave every view they were in (row.left, panel.rows_changed): a write of the row
   // store's protocol whose own statements remove the source.
   const now = isoNow(ctx.clock)
@@ -219,6 +238,7 @@ export async function deleteDataSource(ctx: ServiceContext, id: number, at: Sour
         ctx.db.delete(records).where(eq(records.dataSourceId, id)),
         ctx.db.delete(syncRuns).where(eq(syncRuns.dataSourceId, id)),
         ctx.db.delete(webhookEvents).where(eq(webhookEvents.dataSourceId, id)),
+        ctx.db.delete(fhirSourceSubscriptions).where(eq(fhirSourceSubscriptions.dataSourceId, id)),
         ctx.db.delete(dataSources).where(and(eq(dataSources.id, id), eq(dataSources.tenantId, tenant))),
         changeInsert(ctx, {
           panelId: before.panelId,

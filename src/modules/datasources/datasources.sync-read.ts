@@ -225,7 +225,7 @@ function connectorContext(
 }
 
 /** The per-source cache a connector gets (e.g. OAuth2 tokens), under the tenant's key space. */
-function sourceCache(ctx: ServiceContext, source: DataSourceRow): ConnectorContext['cache'] {
+export function sourceCache(ctx: ServiceContext, source: DataSourceRow): ConnectorContext['cache'] {
   const key = (k: string) => `datasource:${source.id}:${k}`
   return {
     get: (k) => ctx.cache.get(source.tenantId, key(k)),

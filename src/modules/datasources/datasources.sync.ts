@@ -22,15 +22,23 @@ import { openRead, type Read, readAndWrite, type SyncJob } from './datasources.s
  * upserts/deletes by key in the current generation and advances the cursor with each committed
  * batch. A failure or cancellation of a full read drops the partial generation, so readers keep the
  * previous one. Never throws for a source failure: the outcome carries the error, and a run that
- * read to its end the plan it made its rows with (its runner's catch-up: `runSync`).
+ * read to its end the plan it made its rows with (its runner's catch-up: `runSync`). `reshape`
+ * turns the job into another read of the same source (a FHIR subscription's catch-up: an
+ * incremental search since an instant).
  */
-export async function executeSync(ctx: ServiceContext, source: DataSourceRow, run: SyncRunRow): Promise<SyncOutcome> {
+export async function executeSync(
+  ctx: ServiceContext,
+  source: DataSourceRow,
+  run: SyncRunRow,
+  reshape?: (job: SyncJob) => SyncJob,
+): Promise<SyncOutcome> {
   const started = Date.now()
   const counts = newCounts()
   let job: SyncJob | undefined
   let read: Read
   try {
     job = await openRead(ctx, source, run, counts)
+    if (reshape) job = reshape(job)
     read = await readAndWrite(ctx, job)
   } catch (err) {
     return failed(ctx, { source, run, counts, incremental: job?.incremental ?? false }, err, Date.now() - started)

@@ -1,10 +1,11 @@
 import { and, eq, inArray, type SQL, sql } from 'drizzle-orm'
 import { IMPORT_ONLY_MESSAGE } from '../../connectors/registry.ts'
+import type { SourceRecord } from '../../connectors/types.ts'
 import { PUSH_ONLY_MESSAGE, WebhookConfig, type WebhookEventKind } from '../../connectors/webhook.ts'
 import type { ServiceContext } from '../../context.ts'
 import { systemContext } from '../../context.ts'
-import { runBatch } from '../../db/client.ts'
-import { dataSources, syncRuns, webhookEvents } from '../../db/schema.ts'
+import { type BatchStatement, runBatch } from '../../db/client.ts'
+import { dataSources, type SyncTrigger, syncRuns, webhookEvents } from '../../db/schema.ts'
 import type { Deps } from '../../deps.ts'
 import { AppError, conflict, invalid } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
@@ -167,48 +168,86 @@ function eventIdStatements(ctx: ServiceContext, source: DataSourceRow, events: W
   return statements
 }
 
-/**
- * Data events in one batch: into the open snapshot's generation (renewing its lease), or into the
- * current generation as a completed webhook sync run with its SYNC change.
- */
+/** Data events in one batch, through the push path with their event ids. */
 async function applyData(ctx: ServiceContext, sourceId: number, events: WebhookEvent[], keyField: string) {
   if (events.length === 0) return
+  await applyPushed(ctx, sourceId, {
+    records: events.flatMap((e) => e.records),
+    keyField,
+    trigger: 'webhook',
+    with: (source) => eventIdStatements(ctx, source, events),
+  })
+}
+
+/** Records a source was pushed (a webhook delivery, a FHIR notification), applied by `applyPushed`. */
+export interface Pushed {
+  records: readonly SourceRecord[]
+  /** Keys records without their own `key` (a record's `key` is used when the field is absent). */
+  keyField?: string
+  trigger: Extract<SyncTrigger, 'webhook' | 'subscription'>
+  /** The pusher's own statements (event ids, counters), committed in the same batch as the rows. */
+  with?: (source: DataSourceRow) => BatchStatement[]
+  /**
+   * When the batch fails: true when the pusher's own statements failed it on purpose (a claim lost
+   * to another instance). The run then ends as one that wrote nothing, not in error; the error is
+   * passed on for the pusher to look again.
+   */
+  lostRace?: () => Promise<boolean>
+}
+
+/**
+ * The one path of pushed records into the row store (DATA-ENGINE: Webhook; docs/live.md "The
+ * write path"): records marked `deleted` are removed by key, the others upserted, in one batch:
+ * into the open webhook snapshot's generation (renewing its lease), or into the current generation
+ * as a completed sync run of `trigger` with its SYNC change. Another sync holding the source is a
+ * 409 (`conflict`) and nothing is written.
+ */
+export async function applyPushed(ctx: ServiceContext, sourceId: number, pushed: Pushed): Promise<void> {
+  if (pushed.records.length === 0) return
   const source = await freshSource(ctx, sourceId)
   const snapshot = await openSnapshot(ctx, source)
   const generation = snapshot ? snapshot.generation : source.currentGeneration
-  const all = events.flatMap((e) => e.records)
+  const all = pushed.records
+  const keyField = pushed.keyField
   const upserts = await keyRecords(
     all.filter((r) => !r.deleted),
     keyField,
     newKeySet(),
     ctx.sha256Hex,
   )
-  const deletes = all.filter((r) => r.deleted).map((r) => r.key ?? keyText(evaluatePath(r.data, keyField)))
+  const deletes = all
+    .filter((r) => r.deleted)
+    .map((r) => r.key ?? keyText(keyField === undefined ? undefined : evaluatePath(r.data, keyField)))
   const now = isoNow(ctx.clock)
   const rows = { plan: await loadPanelPlan(ctx.db, source.tenantId, source.panelId), now: ctx.clock.now() }
   const change = { source, generation, now, upserts, rows, deletes }
+  const own = pushed.with?.(source) ?? []
   if (snapshot) {
     // Into the snapshot's generation, not visible yet: its events come with sync.completed's switch.
     await writeRows(ctx, {
       ...change,
       with: [
-        ...eventIdStatements(ctx, source, events),
+        ...own,
         sql`UPDATE sync_runs SET rows_read = rows_read + ${all.length} WHERE id = ${snapshot.id}`,
         renewLease(ctx, snapshot, SNAPSHOT_LEASE_MS),
       ],
     })
     return
   }
-  // Outside a snapshot a delivery is one webhook sync run through the one lifecycle: opened, its
-  // rows written through the row store's write protocol, and finished like an incremental sync.
-  const run = await beginSync(ctx, source, 'webhook')
+  // Outside a snapshot a push is one sync run through the one lifecycle: opened, its rows written
+  // through the row store's write protocol, and finished like an incremental sync.
+  const run = await beginSync(ctx, source, pushed.trigger)
   const counts: Counts = { rowsRead: all.length, rowsWritten: upserts.length, rowsDeleted: deletes.length, truncated: [] }
   try {
-    await writeRows(ctx, { ...change, write: syncWrite(ctx, source, run, now), with: eventIdStatements(ctx, source, events) })
+    await writeRows(ctx, { ...change, write: syncWrite(ctx, source, run, now), with: own })
   } catch (err) {
+    const none = { ...counts, rowsWritten: 0, rowsDeleted: 0 }
+    if (await pushed.lostRace?.()) {
+      await finish(ctx, { source, run, counts: none, incremental: true }, 0)
+      throw err
+    }
     // The run ends now, in error, rather than holding the source until its lease runs out.
-    const failed = { ...counts, rowsWritten: 0, rowsDeleted: 0 }
-    await fail(ctx, { source, run, counts: failed, incremental: true }, 'error', 'The delivery could not be written', 0)
+    await fail(ctx, { source, run, counts: none, incremental: true }, 'error', 'The delivery could not be written', 0)
     throw err
   }
   await finish(ctx, { source, run, counts, incremental: true }, 0, { notify: true })

@@ -7,18 +7,21 @@ import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { eventData } from '../../../src/rowstore/event-json.ts'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
+import { startRelay, startSubscriptionServer } from '../../helpers/fhir-subscription-server.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
 import { type FixtureServer, sendJson, startJsonServer } from '../../helpers/servers.ts'
 import { onTarget, SKIP } from '../../helpers/target.ts'
+import { waitFor } from '../datasources/fixtures.ts'
 import { importRows } from '../rows/import.fixtures.ts'
 
 /**
  * Every writer of rows goes through the row store's one write protocol (src/rowstore/write.ts),
  * so the change feed cannot differ by path: the same change made by each writer — an incremental
- * sync, a webhook delivery, a webhook snapshot, an import — appends the same `row.*` and
- * `panel.rows_changed` events as that change made by a full sync (whose own events are checked
- * against the expected list first). Ids, sources, keys of keyless writers and the cause differ by
- * path and are left out of the comparison; rows are named by their `Id` cell.
+ * sync, a webhook delivery, a webhook snapshot, a FHIR Subscription notification, an import —
+ * appends the same `row.*` and `panel.rows_changed` events as that change made by a full sync
+ * (whose own events are checked against the expected list first). Ids, sources, keys of keyless
+ * writers and the cause differ by path and are left out of the comparison; rows are named by their
+ * `Id` cell.
  */
 
 interface Patient {
@@ -64,9 +67,12 @@ interface World {
   panelId: number
 }
 
-/** `files`: the app reads the test's files folder (a SQLite source), which only the node target has. */
-async function world(files = false): Promise<World> {
-  const t = await makeTestApp(files ? { filesDir } : {})
+/**
+ * `files`: the app reads the test's files folder (a SQLite source), which only the node target has;
+ * `env`: the app's own settings (PUBLIC_BASE_URL for a FHIR Subscription source).
+ */
+async function world(files = false, env?: Record<string, string>): Promise<World> {
+  const t = await makeTestApp({ ...(files ? { filesDir } : {}), ...(env ? { env } : {}) })
   const alice = clientFor(t.app, 'tenant-a', 'alice')
   const panelId = (await alice.post('/api/panels', { name: 'Ward', tenantId: 'tenant-a', userId: 'alice' })).body.id
   for (const column of [
@@ -237,6 +243,37 @@ describe('the write protocol: each writer appends the events a sync appends for 
     expect(await changeEvents(w, from)).toEqual([])
     await deliver({ event: 'sync.completed' })
     expect(await changeEvents(w, from)).toEqual(await byFullSync(afterChange(['p2'])))
+  })
+
+  it('a FHIR Subscription notification (updates, a create and a DELETE in one full-resource notification)', async () => {
+    const fx = await startSubscriptionServer()
+    let target: World | undefined
+    const relay = await startRelay(() => (request) => target!.t.app.request(request))
+    try {
+      const w = await world(false, { PUBLIC_BASE_URL: relay.url })
+      target = w
+      for (const p of BEFORE) fx.put({ resourceType: 'Patient', ...p })
+      const created = await w.alice.post(`/api/panels/${w.panelId}/datasources`, {
+        type: 'fhir',
+        config: {
+          baseUrl: fx.baseUrl,
+          resourceType: 'Patient',
+          subscription: { topic: 'http://example.org/SubscriptionTopic/ward', payload: 'full-resource' },
+        },
+      })
+      expect(created.body.syncStatus).toBe('success')
+      await waitFor(async () => (fx.only().status === 'active' ? true : undefined))
+      const from = await lastSeq(w)
+      const [sent] = await fx.batch(
+        CHANGED.map((p) => ({ resourceType: 'Patient', ...p })),
+        [{ type: 'Patient', id: 'p2' }],
+      )
+      expect(sent).toMatchObject({ status: 200, body: { applied: CHANGED.length + 1 } })
+      expect(await changeEvents(w, from)).toEqual(await byFullSync(afterChange(['p2'])))
+    } finally {
+      await relay.close()
+      await fx.close()
+    }
   })
 
   it('a source deleted (its rows leave as when a sync reads none of them)', async () => {

@@ -1,0 +1,71 @@
+import { and, asc, eq, isNotNull, sql } from 'drizzle-orm'
+import { DEFAULT_HEARTBEAT_SECONDS } from '../../connectors/fhir-subscription-config.ts'
+import { systemContext } from '../../context.ts'
+import { dataSources, fhirSourceSubscriptions } from '../../db/schema.ts'
+import type { Deps } from '../../deps.ts'
+import { catchUp, reclaimCatchUps } from './datasources.fhir-catch-up.ts'
+import { checkUpstream } from './datasources.fhir-subscription.ts'
+import type { DataSourceRow } from './datasources.schemas.ts'
+
+/** What the maintenance tick did for live fhir sources. */
+export interface FhirSubscriptionReport {
+  /** Catch-up searches run (owed by a gap, a restart, an error status, a busy source). */
+  caughtUp: number
+  /** Upstream Subscriptions read because no notification came for two heartbeat periods. */
+  checked: number
+  /** Upstream Subscriptions made again (dropped by the server, or never made). */
+  remade: number
+}
+
+const livePanel = sql`EXISTS (SELECT 1 FROM data_sources d JOIN panels p ON p.id = d.panel_id
+  WHERE d.id = ${fhirSourceSubscriptions.dataSourceId} AND p.deleted_at IS NULL)`
+
+/**
+ * The maintenance tick's step for live fhir sources (docs/connectors-fhir.md "Nothing lost"): gives
+ * back the catch-ups whose run died, runs the catch-ups still owed, then reads the upstream Subscription of each source that heard nothing
+ * (no notification, no check) for two heartbeat periods, or has none yet; a dropped one is made
+ * again. At most `limit` of each per step.
+ */
+export async function checkFhirSubscriptions(deps: Deps, now: Date, limit = 20): Promise<FhirSubscriptionReport> {
+  const report: FhirSubscriptionReport = { caughtUp: 0, checked: 0, remade: 0 }
+  await reclaimCatchUps(deps.db, now)
+  const owed = await deps.db
+    .select({ id: fhirSourceSubscriptions.dataSourceId, tenantId: fhirSourceSubscriptions.tenantId })
+    .from(fhirSourceSubscriptions)
+    .where(and(isNotNull(fhirSourceSubscriptions.catchUpFrom), livePanel))
+    .orderBy(asc(fhirSourceSubscriptions.catchUpFrom))
+    .limit(limit)
+  for (const row of owed) {
+    if (deps.stopping?.aborted) return report
+    if (await catchUp(systemContext(deps, row.tenantId), row.id)) report.caughtUp++
+  }
+  const candidates = await deps.db
+    .select({ sub: fhirSourceSubscriptions, source: dataSources })
+    .from(fhirSourceSubscriptions)
+    .innerJoin(dataSources, eq(dataSources.id, fhirSourceSubscriptions.dataSourceId))
+    .where(livePanel)
+    .orderBy(asc(fhirSourceSubscriptions.checkedAt))
+    .limit(limit * 5)
+  let checks = 0
+  for (const { sub, source } of candidates) {
+    if (deps.stopping?.aborted || checks >= limit) break
+    const heartbeat = (source.config as { subscription?: { heartbeatSeconds?: number } }).subscription?.heartbeatSeconds
+    const quietSince = [sub.lastNotificationAt, sub.checkedAt]
+      .filter((v): v is string => !!v)
+      .sort()
+      .at(-1)
+    const due =
+      sub.upstreamId === null ||
+      !quietSince ||
+      now.getTime() - new Date(quietSince).getTime() > 2 * 1000 * (heartbeat ?? DEFAULT_HEARTBEAT_SECONDS)
+    if (!due) continue
+    checks++
+    report.checked++
+    const ctx = systemContext(deps, source.tenantId)
+    if (await checkUpstream(ctx, source as DataSourceRow)) {
+      report.remade++
+      if (await catchUp(ctx, source.id)) report.caughtUp++
+    }
+  }
+  return report
+}

@@ -1,0 +1,320 @@
+import { and, eq, sql } from 'drizzle-orm'
+import { FHIR_JSON, FhirConfig, outcomeText } from '../../connectors/fhir.ts'
+import { type SubscriptionConfig, subscriptionResource, subscriptionSpec } from '../../connectors/fhir-subscription-config.ts'
+import { sourceClient } from '../../connectors/shared/source-client.ts'
+import { type ConnectorContext, ConnectorError } from '../../connectors/types.ts'
+import type { ServiceContext } from '../../context.ts'
+import { dataSources, fhirSourceSubscriptions } from '../../db/schema.ts'
+import { invalid } from '../../errors.ts'
+import { isoNow } from '../../lib/clock.ts'
+import { createGuardedFetch } from '../../lib/egress/guarded-fetch.ts'
+import type { DataSourceRow } from './datasources.schemas.ts'
+import { unsealConfig } from './datasources.secrets.ts'
+import { sourceCache } from './datasources.sync-read.ts'
+
+/**
+ * The upstream FHIR Subscription of a `fhir` source with `config.subscription` (docs/connectors-fhir.md
+ * "Subscription mode"): made when the source is created or updated, replaced when what it was made
+ * from changes, deleted with the source; re-made by the check when the server dropped it. Its
+ * notifications arrive at `{PUBLIC_BASE_URL}/fhir-notify/{token}` (datasources.fhir-notify.ts).
+ */
+
+export type SubscriptionRow = typeof fhirSourceSubscriptions.$inferSelect
+
+/** What a source answers as `subscriptionStatus`. */
+export interface SubscriptionStatusDto {
+  id: string | null
+  status: string
+  eventsSinceStart: number
+  lastNotificationAt: string | null
+  error?: string
+}
+
+export const NOTIFY_PATH = '/fhir-notify'
+const PUBLIC_BASE_URL_MESSAGE =
+  'A fhir source with config.subscription needs PUBLIC_BASE_URL: the address the FHIR server sends its notifications to'
+
+/** A config with `subscription` needs PUBLIC_BASE_URL: 400 naming it when unset. */
+export function requirePublicBaseUrl(ctx: ServiceContext, type: string, config: Record<string, unknown>) {
+  if (type !== 'fhir' || config.subscription === undefined || ctx.config.publicBaseUrl) return
+  throw invalid([{ path: 'config.subscription', message: PUBLIC_BASE_URL_MESSAGE }], PUBLIC_BASE_URL_MESSAGE)
+}
+
+/** The source's parsed config and subscription, when it is a fhir source in subscription mode. */
+export async function subscribedConfig(
+  ctx: ServiceContext,
+  source: DataSourceRow,
+): Promise<(FhirConfig & { subscription: SubscriptionConfig }) | undefined> {
+  if (source.type !== 'fhir' || (source.config as { subscription?: unknown }).subscription === undefined) return undefined
+  const parsed = FhirConfig.safeParse(await unsealConfig(ctx.secrets, source.config))
+  if (!parsed.success || !parsed.data.subscription) return undefined
+  return parsed.data as FhirConfig & { subscription: SubscriptionConfig }
+}
+
+/** The subscription state row of a source, if it has one. */
+export async function subscriptionOf(ctx: ServiceContext, sourceId: number): Promise<SubscriptionRow | undefined> {
+  const [row] = await ctx.db.select().from(fhirSourceSubscriptions).where(eq(fhirSourceSubscriptions.dataSourceId, sourceId))
+  return row
+}
+
+/** `subscriptionStatus` of a source in subscription mode; undefined for any other source. */
+export async function subscriptionStatusOf(
+  ctx: ServiceContext,
+  source: DataSourceRow,
+): Promise<SubscriptionStatusDto | undefined> {
+  if (source.type !== 'fhir' || (source.config as { subscription?: unknown }).subscription === undefined) return undefined
+  const row = await subscriptionOf(ctx, source.id)
+  if (!row) return { id: null, status: 'off', eventsSinceStart: 0, lastNotificationAt: null }
+  return {
+    id: row.upstreamId,
+    status: row.status,
+    eventsSinceStart: row.eventsSinceStart,
+    lastNotificationAt: row.lastNotificationAt,
+    ...(row.error ? { error: row.error } : {}),
+  }
+}
+
+/**
+ * Brings the upstream Subscription in line with the source's config after a create or update: made
+ * when missing (or its creation failed before), replaced when its spec changed (the old one
+ * deleted, a catch-up owed for the moments between), removed when the config has no subscription
+ * any more. An unreachable FHIR server is not the caller's fault: the failure is kept on the
+ * subscription (`status: error`, `error`), and the maintenance tick tries again.
+ */
+export async function reconcileSubscription(ctx: ServiceContext, sourceId: number): Promise<void> {
+  const [source] = await ctx.db.select().from(dataSources).where(eq(dataSources.id, sourceId))
+  if (!source) return
+  const config = await subscribedConfig(ctx, source as DataSourceRow)
+  const row = await subscriptionOf(ctx, sourceId)
+  if (!config) {
+    if (row) await removeSubscription(ctx, source as DataSourceRow)
+    return
+  }
+  const spec = subscriptionSpec(config.baseUrl, config.subscription)
+  if (row && row.spec === spec && row.upstreamId !== null) return
+  if (row?.upstreamId) await deleteUpstream(ctx, source as DataSourceRow, row.upstreamId, config)
+  await createUpstream(ctx, source as DataSourceRow, config, row)
+}
+
+/**
+ * Deletes the upstream Subscription (best effort: a server that cannot be reached is logged, the
+ * source goes anyway) and the state row. Called before the source itself is deleted.
+ */
+export async function removeSubscription(ctx: ServiceContext, source: DataSourceRow): Promise<void> {
+  const row = await subscriptionOf(ctx, source.id)
+  if (!row) return
+  if (row.upstreamId) {
+    const config = FhirConfig.safeParse(await unsealConfig(ctx.secrets, source.config))
+    if (config.success) await deleteUpstream(ctx, source, row.upstreamId, config.data)
+  }
+  await ctx.db.delete(fhirSourceSubscriptions).where(eq(fhirSourceSubscriptions.dataSourceId, source.id))
+}
+
+/**
+ * Makes a new upstream Subscription: a fresh token and channel secret (256 random bits each),
+ * stored encrypted before the POST so the handshake that may follow at once finds them; the
+ * counters start again (a new Subscription numbers its events from 1). `previous`: the state row
+ * of a Subscription this one replaces (its catch-up point is kept, and a catch-up is owed).
+ */
+export async function createUpstream(
+  ctx: ServiceContext,
+  source: DataSourceRow,
+  config: FhirConfig & { subscription: SubscriptionConfig },
+  previous?: SubscriptionRow,
+): Promise<SubscriptionRow> {
+  const token = randomToken()
+  const secret = randomToken()
+  const now = isoNow(ctx.clock)
+  const values = {
+    tenantId: source.tenantId,
+    tokenHash: await sha256Hex(token),
+    token: await ctx.secrets.encrypt(token),
+    secret: await ctx.secrets.encrypt(secret),
+    spec: subscriptionSpec(config.baseUrl, config.subscription),
+    upstreamId: null,
+    status: 'requested',
+    error: null,
+    eventsSinceStart: 0,
+    lastNotificationAt: null,
+    caughtUpAt: previous?.caughtUpAt ?? now,
+    // A replaced Subscription may have missed changes while none was registered.
+    catchUpFrom: previous ? (previous.catchUpFrom ?? previous.caughtUpAt) : null,
+    lastClaim: null,
+    checkedAt: now,
+    updatedAt: now,
+  }
+  await ctx.db
+    .insert(fhirSourceSubscriptions)
+    .values({ dataSourceId: source.id, ...values, createdAt: now })
+    .onConflictDoUpdate({ target: fhirSourceSubscriptions.dataSourceId, set: values })
+  const endpoint = `${ctx.config.publicBaseUrl}${NOTIFY_PATH}/${token}`
+  const body = subscriptionResource(config.subscription, endpoint, secret, `Panel data source ${source.id} (live rows)`)
+  let update: Partial<SubscriptionRow>
+  try {
+    const client = fhirClient(ctx, source, config)
+    const res = await client.send(`${baseOf(config)}/Subscription`, {
+      method: 'POST',
+      headers: { 'Content-Type': FHIR_JSON, Accept: FHIR_JSON },
+      body: JSON.stringify(body),
+    })
+    const created = JSON.parse(new TextDecoder().decode(await client.readBody(res))) as { id?: unknown; status?: unknown }
+    if (typeof created?.id !== 'string' || created.id === '') {
+      throw new ConnectorError('The FHIR server answered the Subscription without an id')
+    }
+    update = { upstreamId: created.id, status: typeof created.status === 'string' ? created.status : 'requested', error: null }
+  } catch (err) {
+    const message = err instanceof ConnectorError ? err.message : `The Subscription could not be created: ${String(err)}`
+    ctx.log.warn('fhir subscription not created', { dataSourceId: source.id, error: message })
+    update = { status: 'error', error: message }
+  }
+  // The handshake may already have set the status: it is kept unless this answer says more.
+  const [stored] = await ctx.db
+    .update(fhirSourceSubscriptions)
+    .set({
+      ...update,
+      status: update.status === 'requested' ? sql`CASE WHEN status = 'active' THEN status ELSE 'requested' END` : update.status,
+    } as never)
+    .where(eq(fhirSourceSubscriptions.dataSourceId, source.id))
+    .returning()
+  return stored as SubscriptionRow
+}
+
+/** DELETE of an upstream Subscription; a 404 or 410 is fine (already gone), other failures are logged. */
+export async function deleteUpstream(ctx: ServiceContext, source: DataSourceRow, upstreamId: string, config: FhirConfig) {
+  try {
+    const client = fhirClient(ctx, source, config, (res) => (res.status === 404 || res.status === 410 ? 'gone' : undefined))
+    const res = await client.send(`${baseOf(config)}/Subscription/${encodeURIComponent(upstreamId)}`, {
+      method: 'DELETE',
+      headers: { Accept: FHIR_JSON },
+    })
+    await res.body?.cancel().catch(() => {})
+  } catch (err) {
+    if (err instanceof ConnectorError && err.message === 'gone') return
+    ctx.log.warn('fhir subscription not deleted', { dataSourceId: source.id, upstreamId, error: (err as Error)?.message })
+  }
+}
+
+/**
+ * The HTTP client of a source outside a sync run: its authentication, retries and timeout, behind
+ * the egress guard. `describe` may name a failure (its text becomes the ConnectorError's message).
+ */
+export function fhirClient(
+  ctx: ServiceContext,
+  source: DataSourceRow,
+  config: FhirConfig,
+  describe?: (res: Response, body: string) => string | undefined,
+) {
+  return sourceClient(pushConnectorContext(ctx, source), config, 'FHIR server', (res, body) => {
+    const own = describe?.(res, body)
+    if (own !== undefined) return own
+    const outcome = outcomeText(body)
+    return outcome && `FHIR server responded ${res.status} with an OperationOutcome: ${outcome}`
+  })
+}
+
+export const baseOf = (config: { baseUrl: string }) => config.baseUrl.replace(/\/+$/, '')
+
+/** Random URL-safe text of 256 bits. */
+function randomToken(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(32))
+  return btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, '-')
+    .replace(/\//g, '_')
+    .replace(/=+$/, '')
+}
+
+/** Hex SHA-256 of a text (WebCrypto, on every runtime). */
+export async function sha256Hex(text: string): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)))
+  return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('')
+}
+
+/** The connector context of a request made outside a sync run (a Subscription's POST, an id-only read). */
+function pushConnectorContext(ctx: ServiceContext, source: DataSourceRow): ConnectorContext {
+  const limits = ctx.config.syncLimits
+  return {
+    signal: AbortSignal.timeout(limits.timeoutMs),
+    cache: sourceCache(ctx, source),
+    fetch: createGuardedFetch({
+      fetch: ctx.outbound.fetch,
+      resolveHost: ctx.outbound.resolveHost,
+      allowPrivate: ctx.config.allowPrivateNetworkSources,
+    }),
+    log: ctx.log,
+    now: () => ctx.clock.now(),
+    runtime: ctx.runtime,
+    allowPrivateNetwork: ctx.config.allowPrivateNetworkSources,
+    resolveHost: ctx.outbound.resolveHost,
+    limits: { maxBytes: limits.maxBytes, maxRecords: limits.maxRecords },
+    advanceCursor: () => {},
+    truncated: () => {},
+  }
+}
+
+/**
+ * Reads the upstream Subscription (the heartbeat check): one the server no longer has (404, 410)
+ * or reports `error` or `off` is re-made, and a catch-up is owed from the last instant applied.
+ * One that cannot be read at all is left as it is (the server may be down), its error shown.
+ * Answers whether it was re-made.
+ */
+export async function checkUpstream(ctx: ServiceContext, source: DataSourceRow): Promise<boolean> {
+  const config = await subscribedConfig(ctx, source)
+  const row = await subscriptionOf(ctx, source.id)
+  if (!config || !row) return false
+  // One check at a time (instances, a tick and a receiver): the check claims the row by its last check.
+  const claimed = await ctx.db
+    .update(fhirSourceSubscriptions)
+    .set({ checkedAt: isoNow(ctx.clock) })
+    .where(
+      and(
+        eq(fhirSourceSubscriptions.dataSourceId, source.id),
+        sql`coalesce(checked_at, '') = ${row.checkedAt ?? ''}`,
+        sql`coalesce(upstream_id, '') = ${row.upstreamId ?? ''}`,
+      ),
+    )
+    .returning({ id: fhirSourceSubscriptions.dataSourceId })
+  if (claimed.length === 0) return false
+  if (!row.upstreamId) {
+    await createUpstream(ctx, source, config, row)
+    return true
+  }
+  let status: string | undefined
+  try {
+    const client = fhirClient(ctx, source, config, (res) => (res.status === 404 || res.status === 410 ? GONE : undefined))
+    const res = await client.send(`${baseOf(config)}/Subscription/${encodeURIComponent(row.upstreamId)}`, {
+      method: 'GET',
+      headers: { Accept: FHIR_JSON },
+    })
+    const read = JSON.parse(new TextDecoder().decode(await client.readBody(res))) as { status?: unknown }
+    status = typeof read?.status === 'string' ? read.status : undefined
+  } catch (err) {
+    if (!(err instanceof ConnectorError && err.message === GONE)) {
+      const message = err instanceof ConnectorError ? err.message : String(err)
+      await ctx.db
+        .update(fhirSourceSubscriptions)
+        .set({ error: message })
+        .where(eq(fhirSourceSubscriptions.dataSourceId, source.id))
+      return false
+    }
+    status = 'gone'
+  }
+  if (status === 'gone' || status === 'error' || status === 'off') {
+    ctx.log.warn('fhir subscription dropped by the server: made again', {
+      dataSourceId: source.id,
+      upstreamId: row.upstreamId,
+      status,
+    })
+    if (status !== 'gone') await deleteUpstream(ctx, source, row.upstreamId, config)
+    await createUpstream(ctx, source, config, { ...row, catchUpFrom: row.catchUpFrom ?? row.caughtUpAt })
+    return true
+  }
+  if (status && status !== row.status) {
+    await ctx.db
+      .update(fhirSourceSubscriptions)
+      .set({ status, error: null })
+      .where(eq(fhirSourceSubscriptions.dataSourceId, source.id))
+  }
+  return false
+}
+
+const GONE = 'gone'
