@@ -408,7 +408,9 @@ async function run(dir: string) {
   const afterWriteRatio = afterWrite['service, first page after a write'].p50 / afterWrite['service, warm page'].p50
   const pageGoal = ROWS <= 100_000 ? 10 : 15
   const pageRatio = pages.service.p50 / pages.bare.p50
-  const groupRatio = groups.service.p50 / groups.bare.p50
+  // The grouped view's goal is met by the summary computed for the call (the cached one is a cache hit).
+  const computedGroups = groups['service, summary computed']
+  const groupRatio = computedGroups.p50 / groups.bare.p50
   console.log(`\nGoals (issue 22) at ${ROWS.toLocaleString('en')} rows\n`)
   console.log('| measure | goal | measured | result |')
   console.log('|---|---|---|---|')
@@ -416,7 +418,9 @@ async function run(dir: string) {
     `| view page p50 | ≤ ${pageGoal} ms | ${pages.service.p50.toFixed(1)} ms | ${verdict(pages.service.p50 <= pageGoal)} |`,
   )
   console.log(`| view page p50 ÷ bare | ≤ 5× | ${ratio(pages.service.p50, pages.bare.p50)} | ${verdict(pageRatio <= 5)} |`)
-  console.log(`| grouped view p50 ÷ bare | ≤ 3× | ${ratio(groups.service.p50, groups.bare.p50)} | ${verdict(groupRatio <= 3)} |`)
+  console.log(
+    `| grouped view p50 ÷ bare (summary computed) | ≤ 3× | ${ratio(computedGroups.p50, groups.bare.p50)} | ${verdict(groupRatio <= 3)} |`,
+  )
   console.log(
     `| first page after a write ÷ warm page (p50) | ≤ 2× | ${afterWrite['service, first page after a write'].p50.toFixed(1)} ÷ ${afterWrite['service, warm page'].p50.toFixed(1)} ms = ${afterWriteRatio.toFixed(1)}× | ${verdict(afterWriteRatio <= 2)} |`,
   )
