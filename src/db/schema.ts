@@ -149,6 +149,12 @@ export const syncRuns = sqliteTable(
     truncated: integer({ mode: 'boolean' }).notNull().default(false),
     cancelRequested: integer({ mode: 'boolean' }).notNull().default(false),
     error: text(),
+    /**
+     * A read that outlasts one invocation (a bulk export: status URL, manifest, position) saves its
+     * progress here; a run holding the lease with a checkpoint is resumed, not recovered as crashed.
+     * Cleared when the run ends.
+     */
+    checkpoint: text({ mode: 'json' }).$type<unknown>(),
   },
   (t) => [index('sync_runs_tenant_source_idx').on(t.tenantId, t.dataSourceId, t.id)],
 )
