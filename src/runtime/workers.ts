@@ -86,7 +86,9 @@ function isolateOf(env: WorkerEnv): Isolate {
   const issues = workersIssues(env, vars, cacheDriver)
   let config: Config
   try {
-    config = parseConfig({ ...vars, CACHE_DRIVER: cacheDriver })
+    // A resumable read (a bulk export) hands its run to the next cron tick after this long: workerd
+    // keeps `waitUntil` work about 30 s after a response (docs/connectors-fhir.md "On Workers").
+    config = parseConfig({ SYNC_INVOCATION_SECONDS: '25', ...vars, CACHE_DRIVER: cacheDriver })
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err
     const named = new Set(err.issues.map((i) => i.variable))

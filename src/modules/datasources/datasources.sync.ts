@@ -5,7 +5,7 @@ import { conflict } from '../../errors.ts'
 import { catchUpColumnChanges } from '../../rowstore/recompute.ts'
 import type { DataSourceRow, SyncRunRow } from './datasources.schemas.ts'
 import { failed, finish, newCounts, type SyncOutcome } from './datasources.sync-end.ts'
-import { beginSync, leaseHolder } from './datasources.sync-lease.ts'
+import { beginSync, leaseHolder, resumeSuspended } from './datasources.sync-lease.ts'
 import { openRead, type Read, readAndWrite, type SyncJob } from './datasources.sync-read.ts'
 
 /**
@@ -40,11 +40,19 @@ export async function executeSync(ctx: ServiceContext, source: DataSourceRow, ru
 }
 
 /**
- * beginSync + executeSync + the panel's follow-up: the sync a request or the scheduler waits for
+ * The run a sync call or a tick goes on with: the source's suspended run when its time has come (a
+ * bulk export resumes polling or downloading, never kicks off anew), else a new one (beginSync).
+ */
+export async function takeSync(ctx: ServiceContext, source: DataSourceRow, trigger: SyncTrigger): Promise<SyncRunRow> {
+  return (await resumeSuspended(ctx, source)) ?? (await beginSync(ctx, source, trigger))
+}
+
+/**
+ * takeSync + executeSync + the panel's follow-up: the sync a request or the scheduler waits for
  * (create, POST …/sync, a due source).
  */
 export async function runSync(ctx: ServiceContext, source: DataSourceRow, trigger: SyncTrigger): Promise<SyncOutcome> {
-  const run = await beginSync(ctx, source, trigger)
+  const run = await takeSync(ctx, source, trigger)
   return syncAndCatchUp(ctx, source, run)
 }
 
@@ -55,7 +63,7 @@ export async function runSync(ctx: ServiceContext, source: DataSourceRow, trigge
  * in the log.
  */
 export async function runSyncInBackground(ctx: ServiceContext, source: DataSourceRow, trigger: SyncTrigger): Promise<SyncRunRow> {
-  const run = await beginSync(ctx, source, trigger)
+  const run = await takeSync(ctx, source, trigger)
   ctx.defer(syncAndCatchUp(ctx, source, run), { what: 'sync', dataSourceId: source.id, runId: run.id })
   return run
 }
@@ -66,7 +74,8 @@ export async function runSyncInBackground(ctx: ServiceContext, source: DataSourc
  * generation. Answers the run; 409 when no sync is running.
  */
 export async function requestCancel(ctx: ServiceContext, source: DataSourceRow): Promise<SyncRunRow> {
-  const holder = leaseHolder(ctx, source)
+  // A suspended run waiting for its tick holds the source too: a cancel ends it when it resumes.
+  const holder = leaseHolder(ctx, source) ?? source.leaseRunId ?? undefined
   if (holder === undefined) throw conflict(`No synchronisation of data source ${source.id} is running`)
   const [run] = await ctx.db
     .update(syncRuns)
