@@ -1,0 +1,179 @@
+import { eq } from 'drizzle-orm'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { dataSources } from '../../src/db/schema.ts'
+import { runMaintenanceTick } from '../../src/scheduler/maintenance-tick.ts'
+import { makeTestApp, type TestApp } from '../helpers/app.ts'
+import { type BulkServer, startBulkServer } from '../helpers/fhir-bulk-server.ts'
+import { patients } from '../helpers/fhir-server.ts'
+import { clientFor, type TestClient } from '../helpers/http.ts'
+import { allRecords, createPanel, createSource, currentRecords, runsOf } from '../modules/datasources/fixtures.ts'
+
+/**
+ * A bulk export across invocations (docs/connectors-fhir.md "Exports across invocations"): with an
+ * invocation budget (SYNC_INVOCATION_SECONDS, 25 s on Workers) a sync hands the rest of its export
+ * to a later tick, which polls or reads on from the saved progress instead of kicking off anew.
+ */
+
+let fx: BulkServer
+let t: TestApp
+let alice: TestClient
+let panelId: number
+
+beforeAll(async () => {
+  fx = await startBulkServer()
+})
+afterAll(() => fx.close())
+beforeEach(async () => {
+  fx.reset()
+  for (const p of patients(3)) fx.put(p)
+  t = await makeTestApp({ env: { SYNC_INVOCATION_SECONDS: '1' } })
+  alice = clientFor(t.app, 'tenant-a', 'alice')
+  panelId = (await createPanel(alice)).id
+  jobsBefore = fx.jobs.length
+})
+
+const createBulk = (bulk: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) =>
+  createSource(
+    alice,
+    panelId,
+    { baseUrl: fx.baseUrl, mode: 'bulk', bulk: { level: 'system', since: 'auto', ...bulk }, ...extra },
+    'fhir',
+  )
+const tick = () => runMaintenanceTick(t.deps, t.clock.now())
+const keys = async (id: number) => (await currentRecords(t, id)).map((r) => r.key).sort()
+const checkpointOf = async (runId: number) =>
+  (await t.client.execute({ sql: 'SELECT checkpoint FROM sync_runs WHERE id = ?', args: [runId] })).rows[0].checkpoint
+const sourceOf = async (id: number) => {
+  const [source] = await t.deps.db.select().from(dataSources).where(eq(dataSources.id, id))
+  return source
+}
+/** The export jobs the fixture got since the test began (the fixture keeps every test's). */
+let jobsBefore = 0
+const jobs = () => fx.jobs.slice(jobsBefore)
+
+describe('bulk exports across invocations', () => {
+  it('a Retry-After past the budget suspends the run; the tick after that time polls on, never kicks off anew', async () => {
+    fx.state.retryAfter = '5'
+    const created = await createBulk({ types: ['Patient'] })
+    expect(created.status).toBe(201)
+    expect(created.body).toMatchObject({ syncStatus: 'syncing' })
+    const id = created.body.id
+    expect(jobs()).toHaveLength(1)
+    const job = jobs()[0]
+    expect(job.pollTimes).toHaveLength(1)
+    expect(job.deleted).toBe(false)
+    const [run] = await runsOf(t, id)
+    expect(run).toMatchObject({ status: 'syncing', finishedAt: null })
+    expect(await checkpointOf(run.id)).toContain(job.id)
+    expect(await currentRecords(t, id)).toEqual([])
+
+    // While the run waits for its time, a sync call finds it running, and a tick leaves it be.
+    const busy = await alice.post(`/api/datasources/${id}/sync`)
+    expect(busy.status).toBe(409)
+    t.clock.advance(4_000)
+    expect(await tick()).toMatchObject({ recovered: 0, started: 0 })
+    expect(job.pollTimes).toHaveLength(1)
+
+    t.clock.advance(1_001)
+    expect(await tick()).toMatchObject({ recovered: 0, started: 1, succeeded: 1 })
+    expect(jobs()).toHaveLength(1)
+    expect(job.pollTimes).toHaveLength(2)
+    expect(job.deleted).toBe(true)
+    expect(await keys(id)).toEqual(['Patient/pat-1', 'Patient/pat-2', 'Patient/pat-3'])
+    const runs = await runsOf(t, id)
+    expect(runs).toHaveLength(1)
+    expect(runs[0]).toMatchObject({ id: run.id, status: 'success', rowsWritten: 3 })
+    expect(await checkpointOf(run.id)).toBeNull()
+    expect(await sourceOf(id)).toMatchObject({ syncStatus: 'success', config: { lastSyncValue: job.transactionTime } })
+  })
+
+  it('a sync call after the resume time resumes the run too', async () => {
+    fx.state.retryAfter = '5'
+    const created = await createBulk()
+    t.clock.advance(5_001)
+    const res = await alice.post(`/api/datasources/${created.body.id}/sync`)
+    expect(res.status).toBe(200)
+    expect(res.body).toMatchObject({ syncStatus: 'success', status: 'success' })
+    expect(jobs()).toHaveLength(1)
+    expect(await runsOf(t, created.body.id)).toHaveLength(1)
+  })
+
+  it('a budget spent mid-download commits what was read; the next invocations read on from there; rows switch at the end', async () => {
+    fx.state.polls = 0
+    const created = await createBulk({ since: 'none' })
+    expect(created.body).toMatchObject({ syncStatus: 'success' })
+    const id = created.body.id
+    for (const p of patients(1500)) fx.put(p)
+    fx.state.lineDelayMs = 1
+    const res = await alice.post(`/api/datasources/${id}/sync`)
+    expect(res.body).toMatchObject({ syncStatus: 'syncing', status: 'syncing' })
+    // The first invocation committed a batch into the run's generation; readers still see the old rows.
+    expect(await keys(id)).toEqual(['Patient/pat-1', 'Patient/pat-2', 'Patient/pat-3'])
+    expect((await allRecords(t, id)).length).toBeGreaterThan(3)
+    const job = jobs().at(-1)!
+    let ticks = 0
+    while ((await sourceOf(id)).syncStatus === 'syncing' && ticks < 10) {
+      t.clock.advance(1)
+      expect(await tick()).toMatchObject({ recovered: 0, started: 1 })
+      ticks++
+    }
+    expect(ticks).toBeGreaterThan(0)
+    expect(await sourceOf(id)).toMatchObject({ syncStatus: 'success' })
+    expect(jobs().at(-1)).toBe(job)
+    expect(job.deleted).toBe(true)
+    expect(job.pollTimes).toHaveLength(1)
+    const stored = await keys(id)
+    expect(stored).toHaveLength(1500)
+    expect(new Set(stored).size).toBe(1500)
+    expect((await allRecords(t, id)).length).toBe(1500)
+    expect((await runsOf(t, id)).at(-1)).toMatchObject({ status: 'success', rowsWritten: 1500, rowsRead: 1500 })
+  })
+
+  it("the source's timeout counts from the kick-off across invocations", async () => {
+    fx.state.retryAfter = '3'
+    fx.state.polls = 5
+    const created = await createBulk({}, { timeout: 5_000 })
+    expect(created.body).toMatchObject({ syncStatus: 'syncing' })
+    const job = jobs()[0]
+    // 3 s after the kick-off the server asks for 3 s more: past the 5 s the source allows in all.
+    t.clock.advance(3_001)
+    expect(await tick()).toMatchObject({ started: 1, failed: 1 })
+    const source = await sourceOf(created.body.id)
+    expect(source.syncStatus).toBe('error')
+    expect(source.errorMessage).toMatch(
+      /^The FHIR bulk export failed while polling the export status: The bulk export was not complete within the source's timeout \(5000 ms\)/,
+    )
+    expect(job.deleted).toBe(true)
+    expect(await currentRecords(t, created.body.id)).toEqual([])
+  })
+
+  it('a run resumed past its timeout fails without polling, deletes the job and applies nothing', async () => {
+    fx.state.retryAfter = '3'
+    fx.state.polls = 5
+    const created = await createBulk({}, { timeout: 5_000 })
+    const job = jobs()[0]
+    t.clock.advance(60_000)
+    expect(await tick()).toMatchObject({ recovered: 0, started: 1, failed: 1 })
+    expect(await sourceOf(created.body.id)).toMatchObject({
+      syncStatus: 'error',
+      errorMessage: "The bulk export ran past the source's timeout (5000 ms) across the invocations of its sync",
+    })
+    expect(job.pollTimes).toHaveLength(1)
+    expect(job.deleted).toBe(true)
+    const [run] = await runsOf(t, created.body.id)
+    expect(run).toMatchObject({ status: 'error' })
+    expect(await checkpointOf(run.id)).toBeNull()
+  })
+
+  it('a suspended run can be cancelled: it ends cancelled when it resumes, and the job is deleted', async () => {
+    fx.state.retryAfter = '5'
+    const created = await createBulk()
+    const cancel = await alice.post(`/api/datasources/${created.body.id}/sync/cancel`)
+    expect(cancel.status).toBe(200)
+    t.clock.advance(5_001)
+    await tick()
+    expect((await runsOf(t, created.body.id)).at(-1)).toMatchObject({ status: 'cancelled' })
+    expect(jobs()[0].pollTimes).toHaveLength(1)
+    expect(jobs()[0].deleted).toBe(true)
+  })
+})
