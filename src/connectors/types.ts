@@ -108,6 +108,12 @@ export interface Connector<C = any> {
    * batch by batch, and the cursor advances after each committed batch.
    */
   mode?(config: C): 'full' | 'incremental'
+  /**
+   * An incremental read whose batches must not apply before it has read to its end (a bulk
+   * export: a failure half-way applies nothing). Its batches are staged apart and applied, with
+   * the cursor, once the read ends (datasources.sync-stage.ts).
+   */
+  appliesAtEnd?(config: C): boolean
   read(config: C, ctx: ConnectorContext): AsyncIterable<SourceRecord[]>
 }
 

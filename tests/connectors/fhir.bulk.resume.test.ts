@@ -47,6 +47,10 @@ const sourceOf = async (id: number) => {
   const [source] = await t.deps.db.select().from(dataSources).where(eq(dataSources.id, id))
   return source
 }
+const stagedCount = async (runId: number) =>
+  Number(
+    (await t.client.execute({ sql: 'SELECT count(*) AS n FROM sync_staged_records WHERE run_id = ?', args: [runId] })).rows[0].n,
+  )
 /** The export jobs the fixture got since the test began (the fixture keeps every test's). */
 let jobsBefore = 0
 const jobs = () => fx.jobs.slice(jobsBefore)
@@ -98,36 +102,46 @@ describe('bulk exports across invocations', () => {
     expect(await runsOf(t, created.body.id)).toHaveLength(1)
   })
 
-  it('a budget spent mid-download commits what was read; the next invocations read on from there; rows switch at the end', async () => {
-    fx.state.polls = 0
-    const created = await createBulk({ since: 'none' })
-    expect(created.body).toMatchObject({ syncStatus: 'success' })
-    const id = created.body.id
-    for (const p of patients(1500)) fx.put(p)
-    fx.state.lineDelayMs = 1
-    const res = await alice.post(`/api/datasources/${id}/sync`)
-    expect(res.body).toMatchObject({ syncStatus: 'syncing', status: 'syncing' })
-    // The first invocation committed a batch into the run's generation; readers still see the old rows.
-    expect(await keys(id)).toEqual(['Patient/pat-1', 'Patient/pat-2', 'Patient/pat-3'])
-    expect((await allRecords(t, id)).length).toBeGreaterThan(3)
-    const job = jobs().at(-1)!
-    let ticks = 0
-    while ((await sourceOf(id)).syncStatus === 'syncing' && ticks < 10) {
-      t.clock.advance(1)
-      expect(await tick()).toMatchObject({ recovered: 0, started: 1 })
-      ticks++
-    }
-    expect(ticks).toBeGreaterThan(0)
-    expect(await sourceOf(id)).toMatchObject({ syncStatus: 'success' })
-    expect(jobs().at(-1)).toBe(job)
-    expect(job.deleted).toBe(true)
-    expect(job.pollTimes).toHaveLength(1)
-    const stored = await keys(id)
-    expect(stored).toHaveLength(1500)
-    expect(new Set(stored).size).toBe(1500)
-    expect((await allRecords(t, id)).length).toBe(1500)
-    expect((await runsOf(t, id)).at(-1)).toMatchObject({ status: 'success', rowsWritten: 1500, rowsRead: 1500 })
-  })
+  for (const since of ['none', 'auto'] as const) {
+    it(`since ${since}: a budget spent mid-download commits what was read apart; the next invocations read on from there; rows change at the end`, async () => {
+      fx.state.polls = 0
+      const created = await createBulk({ since })
+      expect(created.body).toMatchObject({ syncStatus: 'success' })
+      const id = created.body.id
+      for (const p of patients(1500)) fx.put(p)
+      fx.state.lineDelayMs = 1
+      const res = await alice.post(`/api/datasources/${id}/sync`)
+      expect(res.body).toMatchObject({ syncStatus: 'syncing', status: 'syncing' })
+      // The first invocation committed a batch (into the run's generation, or staged); readers still see the old rows.
+      expect(await keys(id)).toEqual(['Patient/pat-1', 'Patient/pat-2', 'Patient/pat-3'])
+      const [run] = (await runsOf(t, id)).slice(-1)
+      expect(run.rowsRead).toBeGreaterThanOrEqual(500)
+      if (since === 'none') expect((await allRecords(t, id)).length).toBeGreaterThan(3)
+      else expect(await stagedCount(run.id)).toBeGreaterThanOrEqual(500)
+      const job = jobs().at(-1)!
+      let ticks = 0
+      while ((await sourceOf(id)).syncStatus === 'syncing' && ticks < 10) {
+        t.clock.advance(1)
+        expect(await tick()).toMatchObject({ recovered: 0, started: 1 })
+        ticks++
+      }
+      expect(ticks).toBeGreaterThan(0)
+      expect(await sourceOf(id)).toMatchObject({ syncStatus: 'success' })
+      expect(jobs().at(-1)).toBe(job)
+      expect(job.deleted).toBe(true)
+      expect(job.pollTimes).toHaveLength(1)
+      const stored = await keys(id)
+      expect(stored).toHaveLength(1500)
+      expect(new Set(stored).size).toBe(1500)
+      expect((await allRecords(t, id)).length).toBe(1500)
+      expect((await runsOf(t, id)).at(-1)).toMatchObject({ status: 'success', rowsWritten: 1500, rowsRead: 1500 })
+      expect(await stagedCount(run.id)).toBe(0)
+      if (since === 'auto') {
+        expect(job.since).toBe(created.body.config.lastSyncValue)
+        expect((await sourceOf(id))?.config.lastSyncValue).toBe(job.transactionTime)
+      }
+    })
+  }
 
   it("the source's timeout counts from the kick-off across invocations", async () => {
     fx.state.retryAfter = '3'

@@ -23,6 +23,7 @@ import {
   SyncInterrupted,
   stillLeased,
 } from './datasources.sync-lease.ts'
+import { dropStaged } from './datasources.sync-stage.ts'
 
 /**
  * The end of a sync run (DATA-ENGINE: Sync lifecycle), in one batch each: success switches the
@@ -124,6 +125,7 @@ export async function finish(
     : []
   const lifecycle = [
     ...storedCursor,
+    dropStaged(ctx, run.id),
     released,
     ...runEvent(source, run, 'sync.completed', ended, now),
     ctx.db.update(syncRuns).set(ended).where(eq(syncRuns.id, run.id)),
@@ -177,6 +179,7 @@ export async function fail(
     .where(heldBy(run))
   const results = await commitEvents(ctx, source.tenantId, [
     ...dropPartial,
+    dropStaged(ctx, run.id),
     ...runEvent(source, run, 'sync.failed', ended, now),
     released,
     ctx.db.update(syncRuns).set(ended).where(eq(syncRuns.id, run.id)),

@@ -130,7 +130,11 @@ export async function recoverInterruptedSyncs(
       : which
         ? sql`sync_status = 'syncing' AND NOT ${holdsSuspendedRun}`
         : sql`sync_status = 'syncing' AND (lease_expires_at IS NULL OR lease_expires_at < ${at}) AND NOT ${holdsSuspendedRun}`
-  const [, sources] = await db.batch([
+  const [, , sources] = await db.batch([
+    // What the crashed runs staged (datasources.sync-stage.ts) goes with them.
+    db.run(sql`
+      DELETE FROM sync_staged_records WHERE run_id IN (SELECT id FROM sync_runs
+        WHERE status = 'syncing' AND data_source_id IN (SELECT id FROM data_sources WHERE ${stale}))`),
     db.run(sql`
       UPDATE sync_runs SET status = 'error', error = ${INTERRUPTED}, finished_at = ${at}
       WHERE status = 'syncing' AND data_source_id IN (SELECT id FROM data_sources WHERE ${stale})`),

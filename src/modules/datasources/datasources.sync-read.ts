@@ -21,6 +21,7 @@ import type { DataSourceRow, SyncRunRow } from './datasources.schemas.ts'
 import { unsealConfig } from './datasources.secrets.ts'
 import { type Counts, countGeneration, syncWrite } from './datasources.sync-end.ts'
 import { LEASE_MS, renewLease, SyncCancelled, SyncInterrupted } from './datasources.sync-lease.ts'
+import { nextStagedSeq, readStaged, STAGED_PAGE, stageStatement } from './datasources.sync-stage.ts'
 
 /**
  * The read of a sync run (DATA-ENGINE: Sync lifecycle; docs/live.md "The write path"): the
@@ -102,6 +103,12 @@ export async function readAndWrite(ctx: ServiceContext, job: SyncJob): Promise<R
   const keyField = typeof job.plain.keyField === 'string' && job.plain.keyField !== '' ? job.plain.keyField : undefined
   const seen: KeySet = newKeySet()
   let fullCursor: { value: unknown } | undefined
+  // An incremental read that applies at its end stages its batches until it has read them all.
+  const staging = incremental && job.connector.appliesAtEnd?.(job.config) === true
+  const stage = {
+    seq: staging && resumed ? await nextStagedSeq(ctx, run.id) : 0,
+    cursor: undefined as { value: unknown } | undefined,
+  }
   // A full sync digests the rows it stores, so its end can tell an unchanged generation at once; a
   // resumed one did not see the rows of its earlier invocations, so its digest is unknown.
   const rows: RowWriter = { plan, now: ctx.clock.now(), digest: incremental || resumed ? undefined : new GenerationDigest() }
@@ -118,6 +125,13 @@ export async function readAndWrite(ctx: ServiceContext, job: SyncJob): Promise<R
       cursor.pending = undefined
       cursor.checkpoint = undefined
       if (!incremental && advanced) fullCursor = advanced
+      if (staging) {
+        if (advanced) stage.cursor = advanced
+        await stageBatch(ctx, job, batch, stage.seq, checkpoint)
+        stage.seq += batch.length
+        if (ctx.stopping?.aborted) throw new SyncInterrupted()
+        continue
+      }
       await writeBatch(
         ctx,
         job,
@@ -128,6 +142,7 @@ export async function readAndWrite(ctx: ServiceContext, job: SyncJob): Promise<R
       )
       if (ctx.stopping?.aborted) throw new SyncInterrupted()
     }
+    if (staging) await applyStaged(ctx, job, { keyField, rows, membership }, stage.cursor)
     if (!incremental) await countGeneration(ctx.db, source.id, run.generation, counts)
     return { digest: rows.digest?.toString(), plan, cursor: fullCursor }
   } catch (err) {
@@ -204,6 +219,59 @@ async function writeBatch(
   })
   const [state] = results[results.length - 1] as { cancel: boolean }[]
   if (state?.cancel) throw new SyncCancelled()
+}
+
+/**
+ * A batch of a read that applies at its end, staged (datasources.sync-stage.ts) with the run's
+ * lease renewal, counters and progress; stops when a cancel was requested.
+ */
+async function stageBatch(
+  ctx: ServiceContext,
+  job: SyncJob,
+  batch: SourceRecord[],
+  seq: number,
+  checkpoint: { value: unknown } | undefined,
+) {
+  const { run, counts } = job
+  const results = await runBatch(ctx.db, [
+    ...(batch.length > 0 ? [stageStatement(run.id, seq, batch)] : []),
+    ...(checkpoint ? [saveCheckpoint(run, checkpoint.value)] : []),
+    renewLease(ctx, run, LEASE_MS),
+    sql`UPDATE sync_runs SET rows_read = ${counts.rowsRead} WHERE id = ${run.id}`,
+    ctx.db.select({ cancel: syncRuns.cancelRequested }).from(syncRuns).where(eq(syncRuns.id, run.id)),
+  ])
+  const [state] = results[results.length - 1] as { cancel: boolean }[]
+  if (state?.cancel) throw new SyncCancelled()
+}
+
+/**
+ * Applies what a read that applies at its end staged, now that it has read to its end: a page at
+ * a time through the run's incremental write (its events, counters and lease), the cursor with
+ * the last page (or alone when nothing changed).
+ */
+async function applyStaged(
+  ctx: ServiceContext,
+  job: SyncJob,
+  write: { keyField?: string; rows: RowWriter; membership?: PanelMembership },
+  cursor: { value: unknown } | undefined,
+) {
+  let seq = 0
+  for (;;) {
+    // One more than a page: whether this page is the last one, which brings the cursor.
+    const page = await readStaged(ctx, job.run.id, seq, STAGED_PAGE + 1)
+    const last = page.length <= STAGED_PAGE
+    const records = page.slice(0, STAGED_PAGE)
+    await writeBatch(
+      ctx,
+      job,
+      records.map((r) => r.record),
+      { seen: newKeySet(), ...write },
+      last ? cursor : undefined,
+      undefined,
+    )
+    if (last) return
+    seq = records[records.length - 1].seq + 1
+  }
 }
 
 /** The context a connector reads with: the signal, the egress guard, its cache, limits, cursor and truncation notes. */
