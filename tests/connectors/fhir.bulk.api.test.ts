@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { BULK_BATCH_SIZE } from '../../src/connectors/fhir-bulk.ts'
 import { makeTestApp, type TestApp } from '../helpers/app.ts'
 import { type BulkServer, startBulkServer } from '../helpers/fhir-bulk-server.ts'
 import { patients } from '../helpers/fhir-server.ts'
@@ -151,10 +152,11 @@ describe('fhir sources in bulk mode through the API', () => {
   it('fails a whole export broken half-way (batches already written) and keeps the previous rows', async () => {
     const created = await createBulk({ since: 'none' })
     const before = await currentRecords(t, created.body.id)
-    for (const p of patients(1600)) fx.put({ ...p, active: false })
-    fx.state.breakAfterLines = 1300
+    for (const p of patients(2 * BULK_BATCH_SIZE + 600)) fx.put({ ...p, active: false })
+    fx.state.breakAfterLines = 2 * BULK_BATCH_SIZE + 300
     // Spaced lines reach the service before the connection is destroyed.
     fx.state.lineDelayMs = 1
+    fx.state.lineDelayEvery = 20
     const res = await sync(created.body.id)
     expect(res.body).toMatchObject({ syncStatus: 'error', status: 'error', recordsProcessed: 0 })
     expect(res.body.errorMessage).toMatch(
@@ -163,7 +165,7 @@ describe('fhir sources in bulk mode through the API', () => {
     const run = (await runsOf(t, created.body.id)).at(-1)
     // The run had read (and written into its own generation) more than a batch before the break.
     expect(run).toMatchObject({ status: 'error', rowsWritten: 0 })
-    expect(run?.rowsRead).toBeGreaterThanOrEqual(500)
+    expect(run?.rowsRead).toBeGreaterThanOrEqual(BULK_BATCH_SIZE)
     expect(await currentRecords(t, created.body.id)).toEqual(before)
     expect(await allRecords(t, created.body.id)).toHaveLength(before.length)
     expect(fx.jobs.at(-1)?.deleted).toBe(true)
@@ -172,9 +174,10 @@ describe('fhir sources in bulk mode through the API', () => {
   it('fails an incremental export broken half-way, applying nothing and keeping the cursor', async () => {
     const created = await createBulk()
     const before = await currentRecords(t, created.body.id)
-    for (const p of patients(1600)) fx.put({ ...p, active: false })
-    fx.state.breakAfterLines = 1300
+    for (const p of patients(2 * BULK_BATCH_SIZE + 600)) fx.put({ ...p, active: false })
+    fx.state.breakAfterLines = 2 * BULK_BATCH_SIZE + 300
     fx.state.lineDelayMs = 1
+    fx.state.lineDelayEvery = 20
     t.clock.advance(60_000)
     const res = await sync(created.body.id)
     expect(res.body).toMatchObject({ syncStatus: 'error', recordsProcessed: 0 })

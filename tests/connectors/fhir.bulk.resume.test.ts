@@ -1,5 +1,6 @@
 import { eq } from 'drizzle-orm'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { BULK_BATCH_SIZE } from '../../src/connectors/fhir-bulk.ts'
 import { dataSources } from '../../src/db/schema.ts'
 import { runMaintenanceTick } from '../../src/scheduler/maintenance-tick.ts'
 import { makeTestApp, type TestApp } from '../helpers/app.ts'
@@ -39,6 +40,8 @@ const createBulk = (bulk: Record<string, unknown> = {}, extra: Record<string, un
     { baseUrl: fx.baseUrl, mode: 'bulk', bulk: { level: 'system', since: 'auto', ...bulk }, ...extra },
     'fhir',
   )
+/** Three batches of the export. */
+const N = 3 * BULK_BATCH_SIZE
 const tick = () => runMaintenanceTick(t.deps, t.clock.now())
 const keys = async (id: number) => (await currentRecords(t, id)).map((r) => r.key).sort()
 const checkpointOf = async (runId: number) =>
@@ -108,16 +111,18 @@ describe('bulk exports across invocations', () => {
       const created = await createBulk({ since })
       expect(created.body).toMatchObject({ syncStatus: 'success' })
       const id = created.body.id
-      for (const p of patients(1500)) fx.put(p)
+      // Three batches, sent over about 1.5 s: the 1 s budget ends after a batch has committed.
+      for (const p of patients(N)) fx.put(p)
       fx.state.lineDelayMs = 1
+      fx.state.lineDelayEvery = Math.ceil(N / 1500)
       const res = await alice.post(`/api/datasources/${id}/sync`)
       expect(res.body).toMatchObject({ syncStatus: 'syncing', status: 'syncing' })
       // The first invocation committed a batch (into the run's generation, or staged); readers still see the old rows.
       expect(await keys(id)).toEqual(['Patient/pat-1', 'Patient/pat-2', 'Patient/pat-3'])
       const [run] = (await runsOf(t, id)).slice(-1)
-      expect(run.rowsRead).toBeGreaterThanOrEqual(500)
+      expect(run.rowsRead).toBeGreaterThanOrEqual(BULK_BATCH_SIZE)
       if (since === 'none') expect((await allRecords(t, id)).length).toBeGreaterThan(3)
-      else expect(await stagedCount(run.id)).toBeGreaterThanOrEqual(500)
+      else expect(await stagedCount(run.id)).toBeGreaterThanOrEqual(BULK_BATCH_SIZE)
       const job = jobs().at(-1)!
       let ticks = 0
       while ((await sourceOf(id)).syncStatus === 'syncing' && ticks < 10) {
@@ -131,10 +136,10 @@ describe('bulk exports across invocations', () => {
       expect(job.deleted).toBe(true)
       expect(job.pollTimes).toHaveLength(1)
       const stored = await keys(id)
-      expect(stored).toHaveLength(1500)
-      expect(new Set(stored).size).toBe(1500)
-      expect((await allRecords(t, id)).length).toBe(1500)
-      expect((await runsOf(t, id)).at(-1)).toMatchObject({ status: 'success', rowsWritten: 1500, rowsRead: 1500 })
+      expect(stored).toHaveLength(N)
+      expect(new Set(stored).size).toBe(N)
+      expect((await allRecords(t, id)).length).toBe(N)
+      expect((await runsOf(t, id)).at(-1)).toMatchObject({ status: 'success', rowsWritten: N, rowsRead: N })
       expect(await stagedCount(run.id)).toBe(0)
       if (since === 'auto') {
         expect(job.since).toBe(created.body.config.lastSyncValue)

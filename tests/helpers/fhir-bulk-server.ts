@@ -23,6 +23,8 @@ export interface BulkState {
   breakAfterLines?: number
   /** Each output line is sent after this many ms (a slow download). */
   lineDelayMs?: number
+  /** With `lineDelayMs`: the delay comes before every this many lines only (default 1: every line). */
+  lineDelayEvery?: number
   /** Output files answer this status (e.g. 500) with an OperationOutcome instead of their lines. */
   fileStatus?: number
 }
@@ -179,7 +181,9 @@ export async function startBulkServer() {
           res.destroy()
           return
         }
-        if (state.lineDelayMs) await new Promise((r) => setTimeout(r, state.lineDelayMs))
+        if (state.lineDelayMs && sent % (state.lineDelayEvery ?? 1) === 0) {
+          await new Promise((r) => setTimeout(r, state.lineDelayMs))
+        }
         res.write(`${JSON.stringify(line)}\n`)
         sent++
       }
@@ -216,6 +220,7 @@ export async function startBulkServer() {
         errorLines: [],
         breakAfterLines: undefined,
         lineDelayMs: undefined,
+        lineDelayEvery: undefined,
         fileStatus: undefined,
       })
     },
