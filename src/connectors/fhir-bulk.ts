@@ -61,8 +61,15 @@ export async function* readBulk(
   let statusUrl: URL | undefined
   /** Set when this invocation hands the export to the next one: the job is kept, not deleted. */
   let suspended = false
+  /** The job is in the run's saved progress: a run handed back by a stopping service resumes it. */
+  let jobSaved = saved !== undefined
+  const save = async (progress: BulkProgress) => {
+    if (!resume) return
+    await resume.save(progress)
+    jobSaved = true
+  }
   const suspend = async (resumeAt: number, progress?: BulkProgress): Promise<never> => {
-    if (progress && resume) await resume.save(progress)
+    if (progress) await save(progress)
     suspended = true
     throw new ReadSuspended(new Date(resumeAt))
   }
@@ -96,7 +103,7 @@ export async function* readBulk(
         throw fail(err, 'at the kick-off')
       }
       progress = { statusUrl: statusUrl.href, startedAt, since }
-      if (resume) await resume.save(progress)
+      await save(progress)
     }
     const jobUrl = statusUrl
     let manifest = progress.manifest
@@ -117,12 +124,14 @@ export async function* readBulk(
       return url
     }
     if (!manifest) {
-      // A wait longer than this invocation has left is the next invocation's: the poll time is saved.
+      // The poll time is saved before each wait, so a run resumed later never polls earlier than
+      // told; a wait longer than this invocation has left is the next invocation's.
       const beforeWait = async (waitMs: number) => {
-        if (resume && waitMs > resume.remainingMs()) {
-          const pollAt = ctx.now().getTime() + waitMs
-          await suspend(pollAt, { ...progress, pollAt })
-        }
+        if (!resume) return
+        const pollAt = ctx.now().getTime() + waitMs
+        progress = { ...progress, pollAt }
+        if (waitMs > resume.remainingMs()) await suspend(pollAt, progress)
+        await save(progress)
       }
       try {
         manifest = await pollUntilDone(client, jobUrl, signal, { endsAt, timeoutMs: config.timeout }, ctx, beforeWait)
@@ -132,7 +141,7 @@ export async function* readBulk(
       const found = manifest
       await checkErrorFiles(found, files(found), (file) => fileUrl(found, file, 'error'), fail, outcomeText, auth.secrets)
       progress = { statusUrl: progress.statusUrl, startedAt, since, manifest, at: { part: 0, line: 0 } }
-      if (resume) await resume.save(progress)
+      await save(progress)
     }
     const complete: Manifest = manifest
     const fileClient = files(complete)
@@ -187,7 +196,9 @@ export async function* readBulk(
     } else if (last.length > 0) yield last
   } finally {
     clearTimeout(timer)
-    if (statusUrl && !suspended) await deleteJob(ctx, statusUrl, auth)
+    // A job this run goes on with later (suspended, or handed back by a stopping service) is kept.
+    const kept = suspended || (jobSaved && resume?.handedBack() === true)
+    if (statusUrl && !kept) await deleteJob(ctx, statusUrl, auth)
   }
 }
 

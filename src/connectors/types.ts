@@ -84,6 +84,11 @@ export interface ReadResume {
   saveWithNextBatch(state: unknown): void
   /** Milliseconds left of this invocation's budget (SYNC_INVOCATION_SECONDS); Infinity without one. */
   remainingMs(): number
+  /**
+   * True once the service is stopping: a run with saved progress is then handed back and resumed
+   * by a later tick, so the read keeps what that needs (a bulk export's job on the server).
+   */
+  handedBack(): boolean
 }
 
 /**

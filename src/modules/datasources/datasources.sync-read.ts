@@ -321,6 +321,7 @@ function connectorContext(
         cursor.checkpoint = { value: state }
       },
       remainingMs: () => budgetEnds - performance.now(),
+      handedBack: () => ctx.stopping?.aborted === true,
     },
   }
 }
