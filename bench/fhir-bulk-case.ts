@@ -44,14 +44,22 @@ async function main() {
     kind === 'bulk'
       ? { baseUrl, mode: 'bulk', bulk: { level: 'system', types: ['Patient'], since: 'none' }, timeout: 300_000 }
       : { baseUrl, resourceType: 'Patient', pageSize: Number(pageSize), maxPages: 1_000_000, timeout: 300_000 }
+  // Where the memory goes: the V8 heap and buffers outside it, sampled while the sync runs.
+  const peak = { heapMiB: 0, externalMiB: 0 }
+  const sampler = setInterval(() => {
+    const m = process.memoryUsage()
+    peak.heapMiB = Math.max(peak.heapMiB, m.heapUsed / 2 ** 20)
+    peak.externalMiB = Math.max(peak.externalMiB, m.external / 2 ** 20)
+  }, 250)
   const t0 = performance.now()
   const source = await createDataSource(ctx, panel.id, { type: 'fhir', config: sourceConfig } as never)
   const seconds = (performance.now() - t0) / 1000
+  clearInterval(sampler)
   if (source.syncStatus !== 'success') throw new Error(`sync ended in ${source.syncStatus}: ${source.errorMessage}`)
   const [{ n }] = (await client.execute('SELECT count(*) AS n FROM records')).rows as unknown as { n: number }[]
   const peakRssMiB = process.resourceUsage().maxRSS / 1024
   client.close()
-  console.log(JSON.stringify({ rows: Number(n), seconds, peakRssMiB }))
+  console.log(JSON.stringify({ rows: Number(n), seconds, peakRssMiB, ...peak }))
 }
 
 main().then(

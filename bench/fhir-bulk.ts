@@ -30,6 +30,9 @@ interface CaseResult {
   rows: number
   seconds: number
   peakRssMiB: number
+  /** Peak V8 heap used and memory outside it (buffers), sampled every 250 ms. */
+  heapMiB: number
+  externalMiB: number
 }
 
 /** The case runs from a bundle, as the service runs from `dist/`: no TypeScript loader in the measured process. */
@@ -94,8 +97,8 @@ async function main() {
     const rate = (r: CaseResult) => r.rows / r.seconds
     const ratio = rate(bulk) / rate(search)
     const line = (name: string, r: CaseResult, extra: string) =>
-      `| ${name} | ${r.rows.toLocaleString('en')} | ${r.seconds.toFixed(1)} | ${Math.round(rate(r)).toLocaleString('en')} | ${r.peakRssMiB.toFixed(0)} | ${extra} |`
-    console.log('\n| case | resources | seconds | resources/s | peak RSS MiB | target |')
+      `| ${name} | ${r.rows.toLocaleString('en')} | ${r.seconds.toFixed(1)} | ${Math.round(rate(r)).toLocaleString('en')} | ${r.peakRssMiB.toFixed(0)} (${r.heapMiB.toFixed(0)}, ${r.externalMiB.toFixed(0)}) | ${extra} |`
+    console.log('\n| case | resources | seconds | resources/s | peak RSS MiB (heap, external) | target |')
     console.log('|---|---|---|---|---|---|')
     console.log(
       line(

@@ -14,7 +14,7 @@ import { type ConnectorContext, ConnectorError, ReadSuspended, type SourceRecord
 
 export const FHIR_JSON = 'application/fhir+json'
 /** Resources per yielded batch. */
-export const BULK_BATCH_SIZE = 2000
+export const BULK_BATCH_SIZE = 1000
 /** The wait between polls when the server sends no `Retry-After`. */
 export const DEFAULT_POLL_MS = 2_000
 /** The `DELETE` of a finished, failed or cancelled job is given this long, on its own signal. */
@@ -150,21 +150,17 @@ export async function* readBulk(
       ...(since !== undefined ? (complete.deleted ?? []).map((file) => ({ kind: 'deleted' as const, file })) : []),
     ]
     const from = progress.at ?? { part: 0, line: 0 }
-    type Ready = { records: SourceRecord[]; at: { part: number; line: number } }
+    // A batch goes as soon as it is full: nothing is held back, so at most one batch of resources
+    // is alive at a time. The cursor comes with the last (maybe empty) batch; the sync stores it
+    // with the switch of a full sync or once a staged incremental one is applied.
     let batch: SourceRecord[] = []
-    let held: Ready | undefined
-    // One full batch is held back, so the cursor rides on the last batch only (it advances after commit).
-    const push = (record: SourceRecord, at: Ready['at']): Ready | undefined => {
-      batch.push(record)
-      if (batch.length < BULK_BATCH_SIZE) return undefined
-      const ready = held
-      held = { records: batch, at }
+    /** How far the files are read once `batch` has committed: the progress saved with it. */
+    let at = from
+    const emitting = () => {
+      const records = batch
+      resume?.saveWithNextBatch({ ...progress, at })
       batch = []
-      return ready
-    }
-    const emitting = (ready: Ready) => {
-      resume?.saveWithNextBatch({ ...progress, at: ready.at })
-      return ready.records
+      return records
     }
     for (let part = from.part; part < parts.length; part++) {
       const { kind, file } = parts[part]
@@ -175,10 +171,11 @@ export async function* readBulk(
           if (number <= skip) continue
           const records = kind === 'output' ? [resourceRecord(line, number, url)] : deletedRecords(line, number, url)
           for (let i = 0; i < records.length; i++) {
+            batch.push(records[i])
             // A line whose records straddle a batch counts as done only with its last record.
-            const ready = push(records[i], { part, line: i === records.length - 1 ? number : number - 1 })
-            if (!ready) continue
-            yield emitting(ready)
+            at = { part, line: i === records.length - 1 ? number : number - 1 }
+            if (batch.length < BULK_BATCH_SIZE) continue
+            yield emitting()
             // Committed: with this invocation's budget spent, the next one reads on from here.
             if (resume && resume.remainingMs() <= 0) await suspend(ctx.now().getTime())
           }
@@ -187,13 +184,10 @@ export async function* readBulk(
         throw fail(err, `reading the ${kind} file ${url.pathname}`)
       }
     }
-    let last = batch
-    if (held && batch.length === 0) last = held.records
-    else if (held) yield emitting(held)
     if (config.bulk.since === 'auto') {
       ctx.advanceCursor(complete.transactionTime)
-      yield last
-    } else if (last.length > 0) yield last
+      yield emitting()
+    } else if (batch.length > 0) yield emitting()
   } finally {
     clearTimeout(timer)
     // A job this run goes on with later (suspended, or handed back by a stopping service) is kept.
