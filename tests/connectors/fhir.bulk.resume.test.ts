@@ -222,15 +222,21 @@ describe('bulk exports across invocations', () => {
     },
   )
 
-  it('a suspended run can be cancelled: it ends cancelled when it resumes, and the job is deleted', async () => {
-    fx.state.retryAfter = '5'
-    const created = await createBulk()
-    const cancel = await alice.post(`/api/datasources/${created.body.id}/sync/cancel`)
-    expect(cancel.status).toBe(200)
-    t.clock.advance(5_001)
-    await tick()
-    expect((await runsOf(t, created.body.id)).at(-1)).toMatchObject({ status: 'cancelled' })
-    expect(jobs()[0].pollTimes).toHaveLength(1)
-    expect(jobs()[0].deleted).toBe(true)
-  })
+  for (const [when, before] of [
+    ['before its resume time', 0],
+    ['once its lease ran to its resume time', 5_001],
+  ] as const) {
+    it(`a suspended run can be cancelled ${when}: it ends cancelled when it resumes, and the job is deleted`, async () => {
+      fx.state.retryAfter = '5'
+      const created = await createBulk()
+      t.clock.advance(before)
+      const cancel = await alice.post(`/api/datasources/${created.body.id}/sync/cancel`)
+      expect(cancel.status).toBe(200)
+      t.clock.advance(5_001 - before)
+      expect(await tick()).toMatchObject({ recovered: 0, started: 1 })
+      expect((await runsOf(t, created.body.id)).at(-1)).toMatchObject({ status: 'cancelled' })
+      expect(jobs()[0].pollTimes).toHaveLength(1)
+      expect(jobs()[0].deleted).toBe(true)
+    })
+  }
 })

@@ -1,4 +1,4 @@
-import { and, eq } from 'drizzle-orm'
+import { and, eq, isNotNull } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
 import { type SyncTrigger, syncRuns } from '../../db/schema.ts'
 import { conflict } from '../../errors.ts'
@@ -74,13 +74,21 @@ export async function runSyncInBackground(ctx: ServiceContext, source: DataSourc
  * generation. Answers the run; 409 when no sync is running.
  */
 export async function requestCancel(ctx: ServiceContext, source: DataSourceRow): Promise<SyncRunRow> {
-  // A suspended run waiting for its tick holds the source too: a cancel ends it when it resumes.
-  const holder = leaseHolder(ctx, source) ?? source.leaseRunId ?? undefined
+  // A suspended run waiting for its tick (its lease ran to its resume time) holds the source too:
+  // a cancel ends it when it resumes. A lapsed lease without a checkpoint is a crashed run: none.
+  const live = leaseHolder(ctx, source)
+  const holder = live ?? source.leaseRunId ?? undefined
   if (holder === undefined) throw conflict(`No synchronisation of data source ${source.id} is running`)
   const [run] = await ctx.db
     .update(syncRuns)
     .set({ cancelRequested: true })
-    .where(and(eq(syncRuns.id, holder), eq(syncRuns.status, 'syncing')))
+    .where(
+      and(
+        eq(syncRuns.id, holder),
+        eq(syncRuns.status, 'syncing'),
+        live === undefined ? isNotNull(syncRuns.checkpoint) : undefined,
+      ),
+    )
     .returning()
   if (!run) throw conflict(`No synchronisation of data source ${source.id} is running`)
   return run
