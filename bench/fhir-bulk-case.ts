@@ -46,8 +46,15 @@ async function main() {
       : { baseUrl, resourceType: 'Patient', pageSize: Number(pageSize), maxPages: 1_000_000, timeout: 300_000 }
   // Where the memory goes: the V8 heap and buffers outside it, sampled while the sync runs.
   const peak = { heapMiB: 0, externalMiB: 0 }
+  // BENCH_MEM_TRACE=1: a line per second on stderr (seconds, RSS, heap, records stored), to see
+  // which phase of the sync holds the peak.
+  let tick = 0
   const sampler = setInterval(() => {
     const m = process.memoryUsage()
+    if (process.env.BENCH_MEM_TRACE && ++tick % 4 === 0) {
+      const mib = (n: number) => Math.round(n / 2 ** 20)
+      console.error(`${kind} ${((performance.now() - t0) / 1000).toFixed(0)}s rss ${mib(m.rss)} heap ${mib(m.heapUsed)}`)
+    }
     peak.heapMiB = Math.max(peak.heapMiB, m.heapUsed / 2 ** 20)
     peak.externalMiB = Math.max(peak.externalMiB, m.external / 2 ** 20)
   }, 250)

@@ -24,6 +24,8 @@ import { startFhirPatientServer } from './lib/fhir-patients.ts'
 const N = Number(process.env.BENCH_FHIR_BULK ?? 1_000_000)
 const PAGE = Number(process.env.BENCH_FHIR_PAGE ?? 1000)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+/** BENCH_ONLY=bulk|search runs one case (for profiling); the comparison needs both. */
+const ONLY = process.env.BENCH_ONLY
 const root = new URL('..', import.meta.url).pathname
 const CASE_DIR = join(root, 'dist/bench')
 const CASE_BUNDLE = join(CASE_DIR, 'fhir-bulk-case.mjs')
@@ -105,12 +107,16 @@ async function main() {
     const runs: Record<'bulk' | 'search', CaseResult[]> = { bulk: [], search: [] }
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? (['bulk', 'search'] as const) : (['search', 'bulk'] as const)
-      for (const kind of order) {
+      for (const kind of order.filter((k) => !ONLY || k === ONLY)) {
         const r = await runCase(kind, dir, kind === 'bulk' ? bulkServer.url : searchServer.url)
         if (r.rows !== N) throw new Error(`${kind} stored ${r.rows} records, not ${N}`)
         runs[kind].push(r)
         for (const suffix of ['', '-wal', '-shm']) rmSync(join(dir, `${kind}.db${suffix}`), { force: true })
       }
+    }
+    if (ONLY) {
+      console.log(JSON.stringify(runs))
+      return
     }
     const bulk = median(runs.bulk)
     const search = median(runs.search)
