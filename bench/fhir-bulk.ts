@@ -121,8 +121,8 @@ async function main() {
     const bulk = median(runs.bulk)
     const search = median(runs.search)
     if (ROUNDS > 1) {
-      const list = (rs: CaseResult[]) => rs.map((r) => r.seconds.toFixed(1)).join(', ')
-      console.log(`\nbulk rounds: ${list(runs.bulk)} s; search rounds: ${list(runs.search)} s`)
+      const list = (rs: CaseResult[]) => rs.map((r) => `${r.seconds.toFixed(1)} s (${r.peakRssMiB.toFixed(0)} MiB)`).join(', ')
+      console.log(`\nbulk rounds: ${list(runs.bulk)}; search rounds: ${list(runs.search)}`)
     }
     const rate = (r: CaseResult) => r.rows / r.seconds
     const ratio = rate(bulk) / rate(search)

@@ -14,7 +14,7 @@ import { type ConnectorContext, ConnectorError, ReadSuspended, type SourceRecord
 
 export const FHIR_JSON = 'application/fhir+json'
 /** Resources per yielded batch. */
-export const BULK_BATCH_SIZE = 1000
+export const BULK_BATCH_SIZE = 500
 /** The wait between polls when the server sends no `Retry-After`. */
 export const DEFAULT_POLL_MS = 2_000
 /** The `DELETE` of a finished, failed or cancelled job is given this long, on its own signal. */
