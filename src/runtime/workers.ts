@@ -155,6 +155,8 @@ async function depsFor(env: WorkerEnv, execution: Pick<ExecutionContext, 'waitUn
     // workerd's HTTP server does not watch a connection while a response streams: it finds the
     // client gone (and cancels the body) only when a write to it fails.
     streamCloseSeenOnWrite: true,
+    // Deps are this invocation's: a tick's resumed exports share its SYNC_INVOCATION_SECONDS.
+    invocationStartedAt: performance.now(),
   })
   const shared = { ...deps, ...isolate.shared }
   if (invocation) deliverAfterCommits(shared, invocation)

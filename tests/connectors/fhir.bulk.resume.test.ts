@@ -2,8 +2,9 @@ import { eq } from 'drizzle-orm'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { BULK_BATCH_SIZE } from '../../src/connectors/fhir-bulk.ts'
 import { dataSources } from '../../src/db/schema.ts'
+import { runSync } from '../../src/modules/datasources/datasources.sync.ts'
 import { runMaintenanceTick } from '../../src/scheduler/maintenance-tick.ts'
-import { makeTestApp, type TestApp } from '../helpers/app.ts'
+import { makeTestApp, serviceCtx, type TestApp } from '../helpers/app.ts'
 import { type BulkServer, startBulkServer } from '../helpers/fhir-bulk-server.ts'
 import { patients } from '../helpers/fhir-server.ts'
 import { clientFor, type TestClient } from '../helpers/http.ts'
@@ -148,6 +149,23 @@ describe('bulk exports across invocations', () => {
       }
     })
   }
+
+  it.skipIf(onTarget(['workers', 'deno'], SKIP.inProcess))(
+    "the budget counts from the invocation's start where deps are per invocation (a tick's runs share it)",
+    async () => {
+      fx.state.polls = 1
+      fx.state.retryAfter = '0'
+      const created = await createBulk({ since: 'none' })
+      expect(created.body).toMatchObject({ syncStatus: 'success' })
+      const source = await sourceOf(created.body.id)
+      // An invocation that began 2 s ago has spent its 1 s: the run suspends at its first wait.
+      const late = serviceCtx({ ...t.deps, invocationStartedAt: performance.now() - 2_000 }, 'tenant-a', 'alice')
+      const outcome = await runSync(late, source, 'manual')
+      expect(outcome.run.status).toBe('syncing')
+      expect(jobs().at(-1)?.pollTimes).toHaveLength(1)
+      expect(jobs().at(-1)?.deleted).toBe(false)
+    },
+  )
 
   it("the source's timeout counts from the kick-off across invocations", async () => {
     fx.state.retryAfter = '3'

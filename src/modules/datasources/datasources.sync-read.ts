@@ -283,7 +283,8 @@ function connectorContext(
   cancel: { seen: boolean },
 ): ConnectorContext {
   const limits = ctx.config.syncLimits
-  const budgetEnds = performance.now() + (limits.invocationMs ?? Number.POSITIVE_INFINITY)
+  // Counted from the invocation's start where deps are per invocation (Workers), else from the run's.
+  const budgetEnds = (ctx.invocationStartedAt ?? performance.now()) + (limits.invocationMs ?? Number.POSITIVE_INFINITY)
   return {
     signal,
     cache: sourceCache(ctx, job.source),
