@@ -59,6 +59,7 @@ const ConfigSchema = z
     SYNC_TIMEOUT_SECONDS: int(900, 1, 86_400),
     SYNC_MAX_BYTES: int(2 * 1024 ** 3, 1024, 2 ** 50),
     SYNC_MAX_RECORDS: int(10_000_000, 1, 1_000_000_000),
+    SYNC_INVOCATION_SECONDS: int(0, 0, 86_400),
     SHUTDOWN_TIMEOUT_SECONDS: int(10, 1, 3_600),
     LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).optional().default('info'),
     AUDIT_RETENTION_DAYS: int(2190, 1, 36_500),
@@ -152,7 +153,11 @@ export interface Config {
   /** Seconds between two runs of the scheduler loop (Node, Deno). */
   syncIntervalSeconds: number
   /** The service's own limits on one synchronisation (DATA-ENGINE: limits end a sync with an error). */
-  syncLimits: { timeoutMs: number; maxBytes: number; maxRecords: number }
+  /**
+   * `invocationMs`: how long one invocation may carry a resumable read (a bulk export) before it
+   * saves its progress and hands the run to a later tick; undefined: no limit (SYNC_INVOCATION_SECONDS 0).
+   */
+  syncLimits: { timeoutMs: number; maxBytes: number; maxRecords: number; invocationMs?: number }
   /**
    * The longest a graceful stop (SIGTERM, `deps.close()`) may take: open connections drained,
    * background work finished or handed back, the database closed (docs/operations.md).
@@ -229,7 +234,12 @@ export function parseConfig(env: EnvRecord): Config {
     rateLimits: { panels: e.RATE_LIMIT_PANELS, syncs: e.RATE_LIMIT_SYNCS, views: e.RATE_LIMIT_VIEWS },
     syncScheduler: e.SYNC_SCHEDULER,
     syncIntervalSeconds: e.SYNC_INTERVAL_SECONDS,
-    syncLimits: { timeoutMs: e.SYNC_TIMEOUT_SECONDS * 1000, maxBytes: e.SYNC_MAX_BYTES, maxRecords: e.SYNC_MAX_RECORDS },
+    syncLimits: {
+      timeoutMs: e.SYNC_TIMEOUT_SECONDS * 1000,
+      maxBytes: e.SYNC_MAX_BYTES,
+      maxRecords: e.SYNC_MAX_RECORDS,
+      invocationMs: e.SYNC_INVOCATION_SECONDS > 0 ? e.SYNC_INVOCATION_SECONDS * 1000 : undefined,
+    },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_SECONDS * 1000,
     logLevel: e.LOG_LEVEL,
     audit: { retentionDays: e.AUDIT_RETENTION_DAYS, reads: true },

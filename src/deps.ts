@@ -43,6 +43,13 @@ export interface Deps {
   /** Wakes change-feed streams after a commit of events (src/live/bus.ts). */
   live: LiveBus
   /**
+   * When this invocation began (`performance.now()`), where deps are built per invocation
+   * (Workers): SYNC_INVOCATION_SECONDS then counts from it for every run of the invocation (a
+   * tick's several resumed exports share one budget). Undefined where deps outlive invocations
+   * (Node, Deno): each run counts from its own start.
+   */
+  invocationStartedAt?: number
+  /**
    * The runtime learns that a client closed a streamed response only when a write to it fails
    * (workerd), not when the connection closes (Node, Deno): event streams then write a probe at
    * every poll of the log, so they end, and write their access records, soon after the client left.
@@ -89,6 +96,8 @@ export interface Primitives {
   live?: LiveBus
   /** Deps.streamCloseSeenOnWrite; false when absent. */
   streamCloseSeenOnWrite?: boolean
+  /** Deps.invocationStartedAt (Workers). */
+  invocationStartedAt?: number
 }
 
 /** One way to assemble Deps for every runtime entry and for tests. */
@@ -131,6 +140,7 @@ export async function buildDeps(config: Config, p: Primitives): Promise<Deps> {
     sha256Hex: p.sha256Hex,
     live,
     streamCloseSeenOnWrite: p.streamCloseSeenOnWrite ?? false,
+    invocationStartedAt: p.invocationStartedAt,
     tokens: createTokenVerifier(config.jwtSecret, now),
     rateLimiter: createRateLimiter(now),
     startedAt: now(),

@@ -70,6 +70,23 @@ export const Manifest = z
   .passthrough()
 export type Manifest = z.infer<typeof Manifest>
 
+/**
+ * What an export saves between the invocations of its sync (ConnectorContext.resume,
+ * docs/connectors-fhir.md "Exports across invocations"): the job, when it was kicked off (the
+ * source's `timeout` counts from there, across invocations), the `_since` it was asked with, when
+ * it may be polled again, and once complete its manifest and how far its files are committed
+ * (`part`: the index in the output files then the deleted files; `line`: lines of it done).
+ */
+export const BulkProgress = z.object({
+  statusUrl: z.string().url(),
+  startedAt: z.number(),
+  since: z.string().optional(),
+  pollAt: z.number().optional(),
+  manifest: Manifest.optional(),
+  at: z.object({ part: z.number().int().min(0), line: z.number().int().min(0) }).optional(),
+})
+export type BulkProgress = z.infer<typeof BulkProgress>
+
 /** The stored cursor of a `since: "auto"` source: the last manifest's `transactionTime`. */
 export const bulkCursor = (config: Pick<BulkSourceConfig, 'bulk' | 'lastSyncValue'>): string | undefined =>
   config.bulk.since === 'auto' && typeof config.lastSyncValue === 'string' && config.lastSyncValue !== ''

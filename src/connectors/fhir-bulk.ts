@@ -1,9 +1,9 @@
-import { textLines } from '../lib/formats/lines.ts'
-import { type BulkSourceConfig, bulkCursor, kickOffUrl, Manifest, type ManifestFile } from './fhir-bulk-config.ts'
+import { BulkProgress, type BulkSourceConfig, bulkCursor, kickOffUrl, Manifest, type ManifestFile } from './fhir-bulk-config.ts'
+import { checkErrorFiles, deletedRecords, fileLines, resourceRecord } from './fhir-bulk-files.ts'
 import { createAuthenticator } from './shared/auth.ts'
-import { createHttpClient, type HttpClient, redact } from './shared/request.ts'
+import { createHttpClient, type HttpClient } from './shared/request.ts'
 import { abortableSleep, parseRetryAfter } from './shared/retry.ts'
-import { type ConnectorContext, ConnectorError, type SourceRecord } from './types.ts'
+import { type ConnectorContext, ConnectorError, ReadSuspended, type SourceRecord } from './types.ts'
 
 /**
  * FHIR Bulk Data `$export` (Bulk Data Access 2.0) for a `fhir` source with `mode: "bulk"`: the
@@ -21,21 +21,30 @@ export const DEFAULT_POLL_MS = 2_000
 const DELETE_TIMEOUT_MS = 5_000
 /** While waiting between polls, a cancel of the sync is looked for this often. */
 export const CANCEL_CHECK_MS = 1_000
-/** How many error lines are quoted in the sync's message. */
-const MAX_QUOTED_ERRORS = 5
 
 /**
  * Reads one bulk export to its end. `config.timeout` bounds all of it (kick-off, polls and
- * downloads); `ctx.signal` (the sync's limit, a cancel) stops it too. With `since: "auto"` the last
- * batch (empty when nothing changed) carries the manifest's `transactionTime` as the cursor.
+ * downloads), counted from the kick-off across the invocations of a resumed sync; `ctx.signal`
+ * (the sync's limit, a cancel) stops it too. With `since: "auto"` the last batch (empty when
+ * nothing changed) carries the manifest's `transactionTime` as the cursor.
+ *
+ * With `ctx.resume` the export survives the end of an invocation: the job is saved once kicked
+ * off, the manifest once complete, and each batch saves how far the files are read with its
+ * commit. A wait for `Retry-After` longer than the invocation has left, or an invocation whose
+ * budget is spent after a batch, ends in `ReadSuspended`; the next invocation goes on from the
+ * saved progress (polling, or reading the files from the first line not yet committed).
  */
 export async function* readBulk(
   config: BulkSourceConfig,
   ctx: ConnectorContext,
   outcomeText: (body: unknown) => string | undefined,
 ): AsyncGenerator<SourceRecord[]> {
+  const resume = ctx.resume
+  const saved = savedProgress(resume?.saved)
+  const startedAt = saved?.startedAt ?? ctx.now().getTime()
+  const endsAt = startedAt + config.timeout
   const deadline = new AbortController()
-  const timer = setTimeout(() => deadline.abort(new BulkTimeout(config.timeout)), config.timeout)
+  const timer = setTimeout(() => deadline.abort(new BulkTimeout(config.timeout)), Math.max(0, endsAt - ctx.now().getTime()))
   const signal = AbortSignal.any([ctx.signal, deadline.signal])
   const bctx: ConnectorContext = { ...ctx, signal }
   const limits = { retryAttempts: config.retryAttempts, retryDelayMs: config.retryDelay, timeoutMs: config.timeout }
@@ -46,9 +55,24 @@ export async function* readBulk(
   }
   const client = createHttpClient(bctx, { label: 'FHIR server', ...limits, auth, describeFailure })
   const origin = new URL(config.baseUrl).origin
-  const since = bulkCursor(config)
+  const since = saved ? saved.since : bulkCursor(config)
   let statusUrl: URL | undefined
-  const fail = (err: unknown, where: string): ConnectorError => {
+  /** Set when this invocation hands the export to the next one: the job is kept, not deleted. */
+  let suspended = false
+  /** The job is in the run's saved progress: a run handed back by a stopping service resumes it. */
+  let jobSaved = saved !== undefined
+  const save = async (progress: BulkProgress) => {
+    if (!resume) return
+    await resume.save(progress)
+    jobSaved = true
+  }
+  const suspend = async (resumeAt: number, progress?: BulkProgress): Promise<never> => {
+    if (progress) await save(progress)
+    suspended = true
+    throw new ReadSuspended(new Date(resumeAt))
+  }
+  const fail = (err: unknown, where: string): Error => {
+    if (err instanceof ReadSuspended) return err
     if (deadline.signal.aborted && !ctx.signal.aborted) {
       return new ConnectorError(`The bulk export ran past the source's timeout (${config.timeout} ms) ${where}`)
     }
@@ -56,103 +80,117 @@ export async function* readBulk(
     return new ConnectorError(`The FHIR bulk export failed ${where}: ${known.message}`, { cause: err })
   }
   try {
-    const kickOff = kickOffUrl(config, since)
-    try {
-      statusUrl = await startExport(client, kickOff, origin)
-    } catch (err) {
-      throw fail(err, 'at the kick-off')
+    let progress: BulkProgress
+    if (saved) {
+      statusUrl = new URL(saved.statusUrl)
+      progress = saved
+      if (statusUrl.origin !== origin) {
+        throw new ConnectorError(`The saved export status URL is on another origin than ${origin}; the export is abandoned`)
+      }
+      if (ctx.now().getTime() >= endsAt) {
+        throw new ConnectorError(
+          `The bulk export ran past the source's timeout (${config.timeout} ms) across the invocations of its sync`,
+        )
+      }
+      if (await ctx.cancelRequested?.()) throw new ConnectorError('The FHIR bulk export was cancelled')
+      if (!saved.manifest && saved.pollAt !== undefined && saved.pollAt > ctx.now().getTime()) await suspend(saved.pollAt)
+    } else {
+      try {
+        statusUrl = await startExport(client, kickOffUrl(config, since), origin)
+      } catch (err) {
+        throw fail(err, 'at the kick-off')
+      }
+      progress = { statusUrl: statusUrl.href, startedAt, since }
+      await save(progress)
     }
-    let manifest: Manifest
-    try {
-      manifest = await pollUntilDone(client, statusUrl, signal, config.timeout, ctx)
-    } catch (err) {
-      throw fail(err, 'while polling the export status')
-    }
-    const files = createHttpClient(bctx, {
-      label: 'FHIR bulk file server',
-      ...limits,
-      auth: manifest.requiresAccessToken ? auth : createAuthenticator(undefined, bctx, limits),
-      describeFailure,
-    })
-    const fileUrl = (file: ManifestFile, kind: string) => {
-      const url = new URL(file.url, statusUrl)
-      if (manifest.requiresAccessToken && url.origin !== origin) {
+    const jobUrl = statusUrl
+    let manifest = progress.manifest
+    const files = (m: Manifest) =>
+      createHttpClient(bctx, {
+        label: 'FHIR bulk file server',
+        ...limits,
+        auth: m.requiresAccessToken ? auth : createAuthenticator(undefined, bctx, limits),
+        describeFailure,
+      })
+    const fileUrl = (m: Manifest, file: ManifestFile, kind: string) => {
+      const url = new URL(file.url, jobUrl)
+      if (m.requiresAccessToken && url.origin !== origin) {
         throw new ConnectorError(
           `The bulk export's ${kind} file ${url.origin}${url.pathname} is on another origin than ${origin}; the source's credentials are sent to ${origin} only`,
         )
       }
       return url
     }
-    // Errors first: a failed export applies nothing, not even the files it could have read.
-    const errors: string[] = []
-    let errorLines = 0
-    for (const file of manifest.error ?? []) {
-      const url = fileUrl(file, 'error')
-      try {
-        for await (const { line } of fileLines(files, url)) {
-          errorLines++
-          if (errors.length < MAX_QUOTED_ERRORS) errors.push(errorLineText(line, outcomeText))
-        }
-      } catch (err) {
-        throw fail(err, `reading the error file ${url.pathname}`)
+    if (!manifest) {
+      // The poll time is saved before each wait, so a run resumed later never polls earlier than
+      // told; a wait longer than this invocation has left is the next invocation's.
+      const beforeWait = async (waitMs: number) => {
+        if (!resume) return
+        const pollAt = ctx.now().getTime() + waitMs
+        progress = { ...progress, pollAt }
+        if (waitMs > resume.remainingMs()) await suspend(pollAt, progress)
+        await save(progress)
       }
+      try {
+        manifest = await pollUntilDone(client, jobUrl, signal, { endsAt, timeoutMs: config.timeout }, ctx, beforeWait)
+      } catch (err) {
+        throw fail(err, 'while polling the export status')
+      }
+      const found = manifest
+      await checkErrorFiles(found, files(found), (file) => fileUrl(found, file, 'error'), fail, outcomeText, auth.secrets)
+      progress = { statusUrl: progress.statusUrl, startedAt, since, manifest, at: { part: 0, line: 0 } }
+      await save(progress)
     }
-    if (errorLines > 0) {
-      const more = errorLines > errors.length ? ` (and ${errorLines - errors.length} more)` : ''
-      throw new ConnectorError(
-        redact(
-          `The FHIR bulk export reported ${errorLines} error${errorLines === 1 ? '' : 's'}: ${errors.join(' | ')}${more}`,
-          auth.secrets,
-        ),
-      )
-    }
+    const complete: Manifest = manifest
+    const fileClient = files(complete)
+    const parts = [
+      ...complete.output.map((file) => ({ kind: 'output' as const, file })),
+      ...(since !== undefined ? (complete.deleted ?? []).map((file) => ({ kind: 'deleted' as const, file })) : []),
+    ]
+    const from = progress.at ?? { part: 0, line: 0 }
+    // A batch goes as soon as it is full: nothing is held back, so at most one batch of resources
+    // is alive at a time. The cursor comes with the last (maybe empty) batch; the sync stores it
+    // with the switch of a full sync or once a staged incremental one is applied.
     let batch: SourceRecord[] = []
-    let held: SourceRecord[] | undefined
-    // One full batch is held back, so the cursor rides on the last batch only (it advances after commit).
-    const push = (record: SourceRecord): SourceRecord[] | undefined => {
-      batch.push(record)
-      if (batch.length < BULK_BATCH_SIZE) return undefined
-      const ready = held
-      held = batch
+    /** How far the files are read once `batch` has committed: the progress saved with it. */
+    let at = from
+    const emitting = () => {
+      const records = batch
+      resume?.saveWithNextBatch({ ...progress, at })
       batch = []
-      return ready
+      return records
     }
-    for (const file of manifest.output) {
-      const url = fileUrl(file, 'output')
+    for (let part = from.part; part < parts.length; part++) {
+      const { kind, file } = parts[part]
+      const url = fileUrl(complete, file, kind)
+      const skip = part === from.part ? from.line : 0
       try {
-        for await (const { line, number } of fileLines(files, url)) {
-          const ready = push(resourceRecord(line, number, url))
-          if (ready) yield ready
+        for await (const { line, number } of fileLines(fileClient, url)) {
+          if (number <= skip) continue
+          const records = kind === 'output' ? [resourceRecord(line, number, url)] : deletedRecords(line, number, url)
+          for (let i = 0; i < records.length; i++) {
+            batch.push(records[i])
+            // A line whose records straddle a batch counts as done only with its last record.
+            at = { part, line: i === records.length - 1 ? number : number - 1 }
+            if (batch.length < BULK_BATCH_SIZE) continue
+            yield emitting()
+            // Committed: with this invocation's budget spent, the next one reads on from here.
+            if (resume && resume.remainingMs() <= 0) await suspend(ctx.now().getTime())
+          }
         }
       } catch (err) {
-        throw fail(err, `reading the output file ${url.pathname}`)
+        throw fail(err, `reading the ${kind} file ${url.pathname}`)
       }
     }
-    if (since !== undefined) {
-      for (const file of manifest.deleted ?? []) {
-        const url = fileUrl(file, 'deleted')
-        try {
-          for await (const { line, number } of fileLines(files, url)) {
-            for (const record of deletedRecords(line, number, url)) {
-              const ready = push(record)
-              if (ready) yield ready
-            }
-          }
-        } catch (err) {
-          throw fail(err, `reading the deleted file ${url.pathname}`)
-        }
-      }
-    }
-    let last = batch
-    if (held && batch.length === 0) last = held
-    else if (held) yield held
     if (config.bulk.since === 'auto') {
-      ctx.advanceCursor(manifest.transactionTime)
-      yield last
-    } else if (last.length > 0) yield last
+      ctx.advanceCursor(complete.transactionTime)
+      yield emitting()
+    } else if (batch.length > 0) yield emitting()
   } finally {
     clearTimeout(timer)
-    if (statusUrl) await deleteJob(ctx, statusUrl, auth)
+    // A job this run goes on with later (suspended, or handed back by a stopping service) is kept.
+    const kept = suspended || (jobSaved && resume?.handedBack() === true)
+    if (statusUrl && !kept) await deleteJob(ctx, statusUrl, auth)
   }
 }
 
@@ -192,22 +230,23 @@ async function pollUntilDone(
   client: HttpClient,
   statusUrl: URL,
   signal: AbortSignal,
-  timeoutMs: number,
+  { endsAt, timeoutMs }: { endsAt: number; timeoutMs: number },
   ctx: ConnectorContext,
+  beforeWait: (waitMs: number) => Promise<void>,
 ): Promise<Manifest> {
-  const endsAt = Date.now() + timeoutMs
   for (;;) {
     const res = await client.send(statusUrl, { method: 'GET', headers: { Accept: 'application/json' } })
     if (res.status === 202) {
       await client.readBody(res)
       const waitMs = parseRetryAfter(res.headers.get('retry-after')) ?? DEFAULT_POLL_MS
-      if (Date.now() + waitMs > endsAt) {
+      if (ctx.now().getTime() + waitMs > endsAt) {
         const progress = res.headers.get('x-progress')
         throw new ConnectorError(
           `The bulk export was not complete within the source's timeout (${timeoutMs} ms): the FHIR server asked to poll again in ${Math.ceil(waitMs / 1000)} s${progress ? ` (progress: ${progress.slice(0, 100)})` : ''}`,
         )
       }
       ctx.log.debug('bulk export in progress', { waitMs, progress: res.headers.get('x-progress') ?? undefined })
+      await beforeWait(waitMs)
       // The wait is cut in slices so a cancel of the sync is seen within CANCEL_CHECK_MS.
       for (let left = waitMs; ; left -= CANCEL_CHECK_MS) {
         if (await ctx.cancelRequested?.())
@@ -239,72 +278,12 @@ async function pollUntilDone(
   }
 }
 
-/** The non-blank lines of one NDJSON file, streamed. */
-async function* fileLines(client: HttpClient, url: URL): AsyncGenerator<{ line: string; number: number }> {
-  const res = await client.send(url, { method: 'GET', headers: { Accept: 'application/fhir+ndjson' } })
-  yield* textLines(client.stream(res))
-}
-
-function parseLine(line: string, number: number, url: URL): Record<string, unknown> {
-  let doc: unknown
-  try {
-    doc = JSON.parse(line)
-  } catch {
-    throw new ConnectorError(`Line ${number} of the bulk file ${url.pathname} is not JSON`)
-  }
-  if (
-    !doc ||
-    typeof doc !== 'object' ||
-    Array.isArray(doc) ||
-    typeof (doc as { resourceType?: unknown }).resourceType !== 'string'
-  ) {
-    throw new ConnectorError(`Line ${number} of the bulk file ${url.pathname} is not a FHIR resource`)
-  }
-  return doc as Record<string, unknown>
-}
-
-/** An output line: the resource, keyed `Type/id`. */
-function resourceRecord(line: string, number: number, url: URL): SourceRecord {
-  const resource = parseLine(line, number, url)
-  const id = typeof resource.id === 'string' && resource.id !== '' ? resource.id : undefined
-  return id ? { key: `${resource.resourceType}/${id}`, data: resource } : { data: resource }
-}
-
-/**
- * A `deleted` line (Bulk Data 2.0): a Bundle whose entries' `request` is `DELETE Type/id`; each
- * becomes the removal of that key.
- */
-function deletedRecords(line: string, number: number, url: URL): SourceRecord[] {
-  const bundle = parseLine(line, number, url) as {
-    resourceType: string
-    entry?: { request?: { method?: string; url?: string } }[]
-  }
-  if (bundle.resourceType !== 'Bundle') {
-    throw new ConnectorError(`Line ${number} of the deleted file ${url.pathname} is a ${bundle.resourceType}, not a Bundle`)
-  }
-  const out: SourceRecord[] = []
-  for (const entry of Array.isArray(bundle.entry) ? bundle.entry : []) {
-    const request = entry?.request
-    if (request?.method?.toUpperCase() !== 'DELETE' || typeof request.url !== 'string') continue
-    const match = /^([A-Z][A-Za-z]{1,63})\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/.*)?$/.exec(request.url.replace(/^\/+/, ''))
-    if (!match)
-      throw new ConnectorError(
-        `Line ${number} of the deleted file ${url.pathname} deletes '${request.url.slice(0, 100)}', not Type/id`,
-      )
-    out.push({ key: `${match[1]}/${match[2]}`, data: { resourceType: match[1], id: match[2] }, deleted: true })
-  }
-  return out
-}
-
-/** An error file's line: its OperationOutcome's text, else the start of the line. */
-function errorLineText(line: string, outcomeText: (body: unknown) => string | undefined): string {
-  let doc: unknown
-  try {
-    doc = JSON.parse(line)
-  } catch {
-    return line.slice(0, 200)
-  }
-  return outcomeText(doc) ?? line.slice(0, 200)
+/** The progress a suspended run saved (undefined on a first invocation); a garbled one fails the sync. */
+function savedProgress(saved: unknown): BulkProgress | undefined {
+  if (saved === undefined || saved === null) return undefined
+  const parsed = BulkProgress.safeParse(saved)
+  if (!parsed.success) throw new ConnectorError('The saved progress of this bulk export is not readable; the export is abandoned')
+  return parsed.data
 }
 
 /** Best effort: the server may keep the job's files until told; failures are only logged. */

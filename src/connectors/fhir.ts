@@ -71,6 +71,8 @@ export default defineConnector<FhirConfig>({
   // A bulk source with `since: "auto"` and a stored transactionTime reads only the changes since.
   mode: (config) =>
     config.mode === 'bulk' && config.bulk && bulkCursor({ ...config, bulk: config.bulk }) ? 'incremental' : 'full',
+  // A bulk export applies nothing until its files are all read: a broken download applies nothing.
+  appliesAtEnd: (config) => config.mode === 'bulk',
   async *read(config, ctx) {
     if (config.mode === 'bulk' && config.bulk) {
       yield* readBulk({ ...config, bulk: config.bulk }, ctx, outcomeText)

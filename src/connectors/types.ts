@@ -66,6 +66,40 @@ export interface ConnectorContext {
    * export's polls) asks here and stops: the sync then ends as cancelled.
    */
   cancelRequested?(): Promise<boolean>
+  /**
+   * For a read that may outlast one invocation (a bulk export): the progress the run saved, ways
+   * to save more, and the time left. A connector that runs out of time throws `ReadSuspended`;
+   * the run then stays open and a later tick (or sync call) reads on from the saved progress.
+   */
+  resume?: ReadResume
+}
+
+/** The progress of a resumable read (ConnectorContext.resume). */
+export interface ReadResume {
+  /** What this run saved last (JSON), undefined on its first invocation. */
+  saved: unknown
+  /** Saves progress now (nothing of it waits on a batch: a kick-off, a poll's answer, a manifest). */
+  save(state: unknown): Promise<void>
+  /** Saves progress with the commit of the batch about to be yielded (what that batch brings the read to). */
+  saveWithNextBatch(state: unknown): void
+  /** Milliseconds left of this invocation's budget (SYNC_INVOCATION_SECONDS); Infinity without one. */
+  remainingMs(): number
+  /**
+   * True once the service is stopping: a run with saved progress is then handed back and resumed
+   * by a later tick, so the read keeps what that needs (a bulk export's job on the server).
+   */
+  handedBack(): boolean
+}
+
+/**
+ * A resumable read stops for now (its invocation's budget is spent, or the server asked to be
+ * polled later than the budget allows): the run keeps its lease until `resumeAt`, then resumes.
+ */
+export class ReadSuspended extends Error {
+  constructor(readonly resumeAt: Date) {
+    super(`read suspended until ${resumeAt.toISOString()}`)
+    this.name = 'ReadSuspended'
+  }
 }
 
 /** A connector (STYLE §12): validates its config and reads records in batches. */
@@ -79,6 +113,12 @@ export interface Connector<C = any> {
    * batch by batch, and the cursor advances after each committed batch.
    */
   mode?(config: C): 'full' | 'incremental'
+  /**
+   * An incremental read whose batches must not apply before it has read to its end (a bulk
+   * export: a failure half-way applies nothing). Its batches are staged apart and applied, with
+   * the cursor, once the read ends (datasources.sync-stage.ts).
+   */
+  appliesAtEnd?(config: C): boolean
   read(config: C, ctx: ConnectorContext): AsyncIterable<SourceRecord[]>
 }
 

@@ -1,4 +1,4 @@
-import { index, integer, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
 
 /**
  * The tables of panels, their sources, rows, columns, views, changes, notices, the read audit and
@@ -197,8 +197,33 @@ export const syncRuns = sqliteTable(
     truncated: integer({ mode: 'boolean' }).notNull().default(false),
     cancelRequested: integer({ mode: 'boolean' }).notNull().default(false),
     error: text(),
+    /**
+     * A read that outlasts one invocation (a bulk export: status URL, manifest, position) saves its
+     * progress here; a run holding the lease with a checkpoint is resumed, not recovered as crashed.
+     * Cleared when the run ends.
+     */
+    checkpoint: text({ mode: 'json' }).$type<unknown>(),
   },
   (t) => [index('sync_runs_tenant_source_idx').on(t.tenantId, t.dataSourceId, t.id)],
+)
+
+/**
+ * What an incremental read that applies at its end (a bulk export since its last transactionTime)
+ * has read so far: its records in read order, kept apart from every generation until the read has
+ * come to its end; then they are applied batch by batch and dropped (datasources.sync-stage.ts).
+ */
+export const syncStagedRecords = sqliteTable(
+  'sync_staged_records',
+  {
+    runId: integer()
+      .notNull()
+      .references(() => syncRuns.id, { onDelete: 'cascade' }),
+    seq: integer().notNull(),
+    key: text(),
+    data: text({ mode: 'json' }).$type<Record<string, unknown>>().notNull(),
+    deleted: integer({ mode: 'boolean' }).notNull().default(false),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.seq] })],
 )
 
 export type ColumnKind = 'base' | 'calculated'

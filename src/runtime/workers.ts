@@ -86,7 +86,9 @@ function isolateOf(env: WorkerEnv): Isolate {
   const issues = workersIssues(env, vars, cacheDriver)
   let config: Config
   try {
-    config = parseConfig({ ...vars, CACHE_DRIVER: cacheDriver })
+    // A resumable read (a bulk export) hands its run to the next cron tick after this long: workerd
+    // keeps `waitUntil` work about 30 s after a response (docs/connectors-fhir.md "On Workers").
+    config = parseConfig({ SYNC_INVOCATION_SECONDS: '25', ...vars, CACHE_DRIVER: cacheDriver })
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err
     const named = new Set(err.issues.map((i) => i.variable))
@@ -153,6 +155,8 @@ async function depsFor(env: WorkerEnv, execution: Pick<ExecutionContext, 'waitUn
     // workerd's HTTP server does not watch a connection while a response streams: it finds the
     // client gone (and cancels the body) only when a write to it fails.
     streamCloseSeenOnWrite: true,
+    // Deps are this invocation's: a tick's resumed exports share its SYNC_INVOCATION_SECONDS.
+    invocationStartedAt: performance.now(),
   })
   const shared = { ...deps, ...isolate.shared }
   if (invocation) deliverAfterCommits(shared, invocation)

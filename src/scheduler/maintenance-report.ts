@@ -18,6 +18,8 @@ export interface MaintenanceReport {
   started: number
   succeeded: number
   failed: number
+  /** Runs that handed the rest of their read to a later tick (a bulk export still in progress). */
+  suspended: number
   skipped: number
   /** Access records deleted for being older than AUDIT_RETENTION_DAYS (bounded per step). */
   auditPruned: number

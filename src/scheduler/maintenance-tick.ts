@@ -1,4 +1,4 @@
-import { and, asc, lte, sql } from 'drizzle-orm'
+import { and, asc, lte, or, sql } from 'drizzle-orm'
 import { systemContext } from '../context.ts'
 import { dataSources, panels } from '../db/schema.ts'
 import type { Deps } from '../deps.ts'
@@ -6,7 +6,7 @@ import { isConflict } from '../errors.ts'
 import { pruneAccessRecords } from '../modules/audit/audit.service.ts'
 import { checkFhirSubscriptions } from '../modules/datasources/datasources.fhir-check.ts'
 import { runSync } from '../modules/datasources/datasources.sync.ts'
-import { leaseFree, recoverInterruptedSyncs } from '../modules/datasources/datasources.sync-lease.ts'
+import { holdsSuspendedRun, leaseFree, recoverInterruptedSyncs } from '../modules/datasources/datasources.sync-lease.ts'
 import { pruneEvents } from '../modules/events/events.retention.ts'
 import { queueFhirHeartbeats } from '../modules/fhir/fhir.topic.delivery.ts'
 import { pruneFhirTopicEvents } from '../modules/fhir/fhir.topic.retention.ts'
@@ -26,11 +26,12 @@ export type { MaintenanceReport }
  * (expired claims freed, `row.overdue`, ended snoozes: docs/worklist.md "Time rules"), first, so no
  * long sync holds it back; sends the outbound webhook deliveries that are due (the time step's
  * events among them, and the heartbeats of FHIR topic subscriptions, queued just before); recovers
- * syncs whose lease ran out; runs the sources whose `nextSyncAt` is due, one after another, oldest
- * first, at most `limit` per call; runs the catch-ups live fhir sources owe and checks their
- * upstream Subscriptions that went quiet (datasources.fhir-check.ts); recomputes panels left stale;
- * carries on `$viewdefinition-export` jobs nobody runs and removes expired or cancelled ones with
- * their files; ends publications past their expiry; deletes expired access records and change-feed
+ * syncs whose lease ran out; runs the sources whose `nextSyncAt` is due and resumes suspended runs
+ * whose time has come (a bulk export across ticks), one after another, oldest first, at most
+ * `limit` per call; runs the catch-ups live fhir sources owe and checks their upstream
+ * Subscriptions that went quiet (datasources.fhir-check.ts); recomputes panels left stale; carries
+ * on `$viewdefinition-export` jobs nobody runs and removes expired or cancelled ones with their
+ * files; ends publications past their expiry; deletes expired access records and change-feed
  * events (a bounded batch per step; then the FHIR topic event numbers of the events gone), and the
  * wrong-password counts of views whose window has ended. A source another runner holds is skipped
  * (its lease decides). Sources of deleted panels are never run.
@@ -43,6 +44,7 @@ export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(
     started: 0,
     succeeded: 0,
     failed: 0,
+    suspended: 0,
     skipped: 0,
     auditPruned: 0,
     eventsPruned: 0,
@@ -64,7 +66,8 @@ export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(
     .from(dataSources)
     .where(
       and(
-        lte(dataSources.nextSyncAt, at),
+        // Due, or holding a suspended run whose resume time has come (a bulk export across ticks).
+        or(lte(dataSources.nextSyncAt, at), holdsSuspendedRun),
         leaseFree(at),
         sql`EXISTS (SELECT 1 FROM ${panels} p WHERE p.id = ${dataSources.panelId} AND p.deleted_at IS NULL)`,
       ),
@@ -78,6 +81,7 @@ export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(
       const outcome = await runSync(systemContext(deps, source.tenantId), source, 'schedule')
       report.started++
       if (outcome.source.syncStatus === 'success') report.succeeded++
+      else if (outcome.run.status === 'syncing') report.suspended++
       else report.failed++
     } catch (err) {
       if (isConflict(err)) report.skipped++

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { BULK_BATCH_SIZE } from '../../src/connectors/fhir-bulk.ts'
 import { makeTestApp, type TestApp } from '../helpers/app.ts'
 import { type BulkServer, startBulkServer } from '../helpers/fhir-bulk-server.ts'
 import { patients } from '../helpers/fhir-server.ts'
 import { clientFor, type TestClient } from '../helpers/http.ts'
-import { createPanel, createSource, currentRecords, runsOf, waitFor } from '../modules/datasources/fixtures.ts'
+import { allRecords, createPanel, createSource, currentRecords, runsOf, waitFor } from '../modules/datasources/fixtures.ts'
 
 let fx: BulkServer
 let t: TestApp
@@ -147,6 +148,59 @@ describe('fhir sources in bulk mode through the API', () => {
       })
     })
   }
+
+  it('fails a whole export broken half-way (batches already written) and keeps the previous rows', async () => {
+    const created = await createBulk({ since: 'none' })
+    const before = await currentRecords(t, created.body.id)
+    for (const p of patients(2 * BULK_BATCH_SIZE + 600)) fx.put({ ...p, active: false })
+    fx.state.breakAfterLines = 2 * BULK_BATCH_SIZE + 300
+    // Spaced lines reach the service before the connection is destroyed.
+    fx.state.lineDelayMs = 1
+    fx.state.lineDelayEvery = 20
+    const res = await sync(created.body.id)
+    expect(res.body).toMatchObject({ syncStatus: 'error', status: 'error', recordsProcessed: 0 })
+    expect(res.body.errorMessage).toMatch(
+      /^The FHIR bulk export failed reading the output file \/fhir\/bulk-files\/job-\d+\/Patient\.ndjson: /,
+    )
+    const run = (await runsOf(t, created.body.id)).at(-1)
+    // The run had read (and written into its own generation) more than a batch before the break.
+    expect(run).toMatchObject({ status: 'error', rowsWritten: 0 })
+    expect(run?.rowsRead).toBeGreaterThanOrEqual(BULK_BATCH_SIZE)
+    expect(await currentRecords(t, created.body.id)).toEqual(before)
+    expect(await allRecords(t, created.body.id)).toHaveLength(before.length)
+    expect(fx.jobs.at(-1)?.deleted).toBe(true)
+  })
+
+  it('fails an incremental export broken half-way, applying nothing and keeping the cursor', async () => {
+    const created = await createBulk()
+    const before = await currentRecords(t, created.body.id)
+    for (const p of patients(2 * BULK_BATCH_SIZE + 600)) fx.put({ ...p, active: false })
+    fx.state.breakAfterLines = 2 * BULK_BATCH_SIZE + 300
+    fx.state.lineDelayMs = 1
+    fx.state.lineDelayEvery = 20
+    t.clock.advance(60_000)
+    const res = await sync(created.body.id)
+    expect(res.body).toMatchObject({ syncStatus: 'error', recordsProcessed: 0 })
+    expect(res.body.config.lastSyncValue).toBe(created.body.config.lastSyncValue)
+    expect(await currentRecords(t, created.body.id)).toEqual(before)
+  })
+
+  it('fails a sync whose output file answers 500 with its OperationOutcome, applying nothing', async () => {
+    const created = await createBulk({}, { retryAttempts: 0 })
+    const before = await currentRecords(t, created.body.id)
+    fx.put({ ...patients(3)[0], active: false })
+    fx.state.fileStatus = 500
+    t.clock.advance(60_000)
+    const res = await sync(created.body.id)
+    expect(res.body).toMatchObject({ syncStatus: 'error', recordsProcessed: 0 })
+    expect(res.body.errorMessage).toBe(
+      'The FHIR bulk export failed reading the output file /fhir/bulk-files/' +
+        `${fx.jobs.at(-1)?.id}/Patient.ndjson: FHIR server responded 500 with an OperationOutcome: error: Cannot read Patient.ndjson`,
+    )
+    expect(res.body.config.lastSyncValue).toBe(created.body.config.lastSyncValue)
+    expect(await currentRecords(t, created.body.id)).toEqual(before)
+    expect(fx.jobs.at(-1)?.deleted).toBe(true)
+  })
 
   it('a cancel stops the polls within a second, ends the run cancelled, deletes the job and keeps the rows', async () => {
     const created = await createBulk({}, { timeout: 60_000 })

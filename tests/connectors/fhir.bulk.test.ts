@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import fhir, { FhirConfig } from '../../src/connectors/fhir.ts'
+import { BULK_BATCH_SIZE } from '../../src/connectors/fhir-bulk.ts'
 import { kickOffUrl } from '../../src/connectors/fhir-bulk-config.ts'
 import type { ConnectorContext, SourceRecord } from '../../src/connectors/types.ts'
 import { textLines } from '../../src/lib/formats/lines.ts'
@@ -129,14 +130,15 @@ describe('fhir connector: bulk $export', () => {
     expect(third.report.cursors).toEqual([fx.jobs.at(-1)?.transactionTime])
   })
 
-  it('holds back one batch so the cursor comes with the last one only', async () => {
-    for (const p of patients(1200)) fx.put(p)
+  it('yields full batches as they fill, the cursor with the last one only', async () => {
+    const n = 2 * BULK_BATCH_SIZE + 200
+    for (const p of patients(n)) fx.put(p)
     const { batches, records } = await readUntilFailure(bulk({ types: ['Patient'] })).then((r) => ({
       ...r,
       records: r.batches.flat(),
     }))
-    expect(records).toHaveLength(1200)
-    expect(batches.map((b) => b.length)).toEqual([500, 500, 200])
+    expect(records).toHaveLength(n)
+    expect(batches.map((b) => b.length)).toEqual([BULK_BATCH_SIZE, BULK_BATCH_SIZE, 200])
   })
 })
 

@@ -169,6 +169,7 @@ describe('openPanelService', () => {
       started: 0,
       succeeded: 0,
       failed: 0,
+      suspended: 0,
       skipped: 0,
       auditPruned: 0,
       eventsPruned: 0,

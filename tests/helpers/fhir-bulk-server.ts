@@ -23,6 +23,10 @@ export interface BulkState {
   breakAfterLines?: number
   /** Each output line is sent after this many ms (a slow download). */
   lineDelayMs?: number
+  /** With `lineDelayMs`: the delay comes before every this many lines only (default 1: every line). */
+  lineDelayEvery?: number
+  /** Output files answer this status (e.g. 500) with an OperationOutcome instead of their lines. */
+  fileStatus?: number
 }
 
 export interface BulkJob {
@@ -50,7 +54,8 @@ const outcome = (diagnostics: string) => ({
  * A loopback FHIR Bulk Data 2.0 server (under `/fhir`): system, Patient and Group `$export`
  * kick-offs with `_type`, `_typeFilter` (recorded) and `_since` (resources and deletions after it),
  * 202 polls with `Retry-After`, a manifest with `output`, `deleted` and `error` files, NDJSON files
- * behind the bearer token, a failing kick-off, a failing poll, a broken download and a job `DELETE`.
+ * behind the bearer token, a failing kick-off, a failing poll, a broken download, a file that
+ * answers an error status, and a job `DELETE`.
  * `put` and `remove` change the data, each at its own instant (later than any transactionTime given).
  */
 export async function startBulkServer() {
@@ -165,7 +170,10 @@ export async function startBulkServer() {
           type: 'transaction',
           entry: [{ request: { method: 'DELETE', url: `${r.type}/${r.id}` } }],
         }))
-      } else lines = job.output.get(file[2]) ?? []
+      } else {
+        if (state.fileStatus !== undefined) return json(res, state.fileStatus, outcome(`Cannot read ${file[2]}.ndjson`))
+        lines = job.output.get(file[2]) ?? []
+      }
       res.writeHead(200, { 'content-type': 'application/fhir+ndjson' })
       let sent = 0
       for (const line of lines) {
@@ -173,7 +181,9 @@ export async function startBulkServer() {
           res.destroy()
           return
         }
-        if (state.lineDelayMs) await new Promise((r) => setTimeout(r, state.lineDelayMs))
+        if (state.lineDelayMs && sent % (state.lineDelayEvery ?? 1) === 0) {
+          await new Promise((r) => setTimeout(r, state.lineDelayMs))
+        }
         res.write(`${JSON.stringify(line)}\n`)
         sent++
       }
@@ -210,6 +220,8 @@ export async function startBulkServer() {
         errorLines: [],
         breakAfterLines: undefined,
         lineDelayMs: undefined,
+        lineDelayEvery: undefined,
+        fileStatus: undefined,
       })
     },
     close: () => server.close(),

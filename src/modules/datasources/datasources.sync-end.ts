@@ -1,5 +1,5 @@
 import { eq, sql } from 'drizzle-orm'
-import { ConnectorError } from '../../connectors/types.ts'
+import { ConnectorError, ReadSuspended } from '../../connectors/types.ts'
 import type { ServiceContext } from '../../context.ts'
 import { dataSources, syncRuns } from '../../db/schema.ts'
 import { isoNow } from '../../lib/clock.ts'
@@ -15,6 +15,7 @@ import { type DataSourceRow, type SyncRunRow, toSyncRunDto } from './datasources
 import { SecretUnavailableError } from './datasources.secrets.ts'
 import {
   heldBy,
+  holdsSuspendedRun,
   INTERRUPTED,
   RELEASED,
   recoverInterruptedSyncs,
@@ -22,6 +23,7 @@ import {
   SyncInterrupted,
   stillLeased,
 } from './datasources.sync-lease.ts'
+import { dropStaged } from './datasources.sync-stage.ts'
 
 /**
  * The end of a sync run (DATA-ENGINE: Sync lifecycle), in one batch each: success switches the
@@ -83,6 +85,7 @@ export async function finish(
     rowsDeleted: counts.rowsDeleted,
     truncated: counts.truncated.length > 0,
     error: counts.truncated.length > 0 ? `Stopped early: ${counts.truncated.join('; ')}` : null,
+    checkpoint: null,
   }
   // The lifecycle's own statements: the source released, the run ended, the SYNC change, the
   // notice, and `sync.completed`. A full sync's switch is the row store's (rowstore/write.ts), before them.
@@ -122,6 +125,7 @@ export async function finish(
     : []
   const lifecycle = [
     ...storedCursor,
+    dropStaged(ctx, run.id),
     released,
     ...runEvent(source, run, 'sync.completed', ended, now),
     ctx.db.update(syncRuns).set(ended).where(eq(syncRuns.id, run.id)),
@@ -155,6 +159,7 @@ export async function fail(
     rowsRead: counts.rowsRead,
     rowsWritten: incremental ? counts.rowsWritten : 0,
     rowsDeleted: incremental ? counts.rowsDeleted : 0,
+    checkpoint: null,
   }
   const change = changeInsert(ctx, {
     panelId: source.panelId,
@@ -174,6 +179,7 @@ export async function fail(
     .where(heldBy(run))
   const results = await commitEvents(ctx, source.tenantId, [
     ...dropPartial,
+    dropStaged(ctx, run.id),
     ...runEvent(source, run, 'sync.failed', ended, now),
     released,
     ctx.db.update(syncRuns).set(ended).where(eq(syncRuns.id, run.id)),
@@ -191,14 +197,39 @@ export async function fail(
  * clear), else cancelled or failed with a message safe to show.
  */
 export async function failed(ctx: ServiceContext, run: Ended, err: unknown, durationMs: number): Promise<SyncOutcome> {
+  if (err instanceof ReadSuspended) return suspend(ctx, run, err.resumeAt)
   if (err instanceof SyncInterrupted) {
     await recoverInterruptedSyncs(ctx.db, ctx.clock.now(), { runId: run.run.id })
+    // A suspended run (its checkpoint) is not recovered: the next tick resumes it from there.
+    await ctx.db.run(sql`UPDATE data_sources SET lease_expires_at = ${isoNow(ctx.clock)}
+      WHERE id = ${run.source.id} AND lease_run_id = ${run.run.id} AND ${holdsSuspendedRun}`)
     ctx.log.warn('sync handed back', { dataSourceId: run.source.id, runId: run.run.id, rowsRead: run.counts.rowsRead })
     const stored = storedOf(await ctx.db.batch(readBack(ctx, run.run)))
     return { source: stored.source ?? run.source, run: stored.run ?? run.run, recordsProcessed: 0, message: INTERRUPTED }
   }
   if (err instanceof SyncCancelled) return fail(ctx, run, 'cancelled', 'Synchronisation cancelled', durationMs)
   return fail(ctx, run, 'error', errorMessageOf(ctx, run, err), durationMs)
+}
+
+/**
+ * A resumable read handed the rest of its run to a later invocation (docs/connectors-fhir.md
+ * "Exports across invocations"): the run stays `syncing` with its checkpoint and its counts so
+ * far, and keeps the source's lease until `resumeAt`; then the scheduler's tick (or a sync call)
+ * takes it again (`resumeSuspended`). Its rows so far stay in its generation, unseen until its end.
+ */
+export async function suspend(ctx: ServiceContext, { source, run, counts }: Ended, resumeAt: Date): Promise<SyncOutcome> {
+  const results = await ctx.db.batch([
+    ctx.db
+      .update(syncRuns)
+      .set({ rowsRead: counts.rowsRead, rowsWritten: counts.rowsWritten, rowsDeleted: counts.rowsDeleted })
+      .where(eq(syncRuns.id, run.id)),
+    ctx.db.update(dataSources).set({ leaseExpiresAt: resumeAt.toISOString() }).where(heldBy(run)),
+    ...readBack(ctx, run),
+  ])
+  const stored = storedOf(results)
+  const message = `The export is still in progress; the synchronisation resumes at ${resumeAt.toISOString()}`
+  ctx.log.info('sync suspended', { dataSourceId: source.id, runId: run.id, resumeAt: resumeAt.toISOString() })
+  return { source: stored.source ?? source, run: stored.run ?? run, recordsProcessed: counts.rowsWritten, message }
 }
 
 /** The write of a sync run's rows (its batches, or its switch): actor and cause of the membership step. */

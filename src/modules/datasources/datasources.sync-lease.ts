@@ -55,6 +55,36 @@ export async function beginSync(
   throw conflict(`A synchronisation of data source ${source.id} is already running`, run ? toSyncRunDto(run) : null)
 }
 
+/**
+ * Takes back a suspended run of the source (a resumable read with a checkpoint whose lease ran to
+ * its resume time): the lease is renewed for it only if nobody took it meanwhile. Answers the run
+ * to read on with, or undefined when the source has none to resume (or its time has not come:
+ * its lease still holds, and beginSync answers 409 with it).
+ */
+export async function resumeSuspended(ctx: ServiceContext, source: DataSourceRow): Promise<SyncRunRow | undefined> {
+  const now = isoNow(ctx.clock)
+  const [run] = await ctx.db
+    .select()
+    .from(syncRuns)
+    .where(
+      and(
+        eq(syncRuns.dataSourceId, source.id),
+        eq(syncRuns.status, 'syncing'),
+        sql`${syncRuns.checkpoint} IS NOT NULL`,
+        sql`${syncRuns.id} = (SELECT lease_run_id FROM data_sources WHERE id = ${source.id} AND ${leaseFree(now)})`,
+      ),
+    )
+  if (!run) return undefined
+  const taken = await ctx.db.run(sql`
+    UPDATE data_sources SET lease_expires_at = ${expiry(ctx, LEASE_MS)}, sync_status = 'syncing'
+    WHERE id = ${source.id} AND lease_run_id = ${run.id} AND ${leaseFree(now)}`)
+  return rowsAffected(taken) === 1 ? run : undefined
+}
+
+/** In SQL, on `data_sources`: the run holding the lease is suspended (a checkpoint: resumed, never recovered). */
+export const holdsSuspendedRun = sql`EXISTS (SELECT 1 FROM sync_runs r
+  WHERE r.id = data_sources.lease_run_id AND r.status = 'syncing' AND r.checkpoint IS NOT NULL)`
+
 /** The renewal of `run`'s lease for `leaseMs`, for the batch that shows the run is alive. */
 export function renewLease(ctx: ServiceContext, run: SyncRunRow, leaseMs: number): SQL {
   return sql`UPDATE data_sources SET lease_expires_at = ${expiry(ctx, leaseMs)}
@@ -93,13 +123,18 @@ export async function recoverInterruptedSyncs(
   which: boolean | { runId: number } = false,
 ): Promise<number> {
   const at = now.toISOString()
+  // A suspended run (a checkpoint) is resumed from it by a later tick, never recovered as crashed.
   const stale =
     typeof which === 'object'
-      ? sql`sync_status = 'syncing' AND lease_run_id = ${which.runId}`
+      ? sql`sync_status = 'syncing' AND lease_run_id = ${which.runId} AND NOT ${holdsSuspendedRun}`
       : which
-        ? sql`sync_status = 'syncing'`
-        : sql`sync_status = 'syncing' AND (lease_expires_at IS NULL OR lease_expires_at < ${at})`
-  const [, sources] = await db.batch([
+        ? sql`sync_status = 'syncing' AND NOT ${holdsSuspendedRun}`
+        : sql`sync_status = 'syncing' AND (lease_expires_at IS NULL OR lease_expires_at < ${at}) AND NOT ${holdsSuspendedRun}`
+  const [, , sources] = await db.batch([
+    // What the crashed runs staged (datasources.sync-stage.ts) goes with them.
+    db.run(sql`
+      DELETE FROM sync_staged_records WHERE run_id IN (SELECT id FROM sync_runs
+        WHERE status = 'syncing' AND data_source_id IN (SELECT id FROM data_sources WHERE ${stale}))`),
     db.run(sql`
       UPDATE sync_runs SET status = 'error', error = ${INTERRUPTED}, finished_at = ${at}
       WHERE status = 'syncing' AND data_source_id IN (SELECT id FROM data_sources WHERE ${stale})`),

@@ -1,6 +1,12 @@
 import { eq, type SQL, sql } from 'drizzle-orm'
 import { connectorFor, notAvailableMessage } from '../../connectors/registry.ts'
-import { type Connector, type ConnectorContext, ConnectorError, type SourceRecord } from '../../connectors/types.ts'
+import {
+  type Connector,
+  type ConnectorContext,
+  ConnectorError,
+  ReadSuspended,
+  type SourceRecord,
+} from '../../connectors/types.ts'
 import type { ServiceContext } from '../../context.ts'
 import { runBatch } from '../../db/client.ts'
 import { syncRuns } from '../../db/schema.ts'
@@ -15,6 +21,7 @@ import type { DataSourceRow, SyncRunRow } from './datasources.schemas.ts'
 import { unsealConfig } from './datasources.secrets.ts'
 import { type Counts, countGeneration, syncWrite } from './datasources.sync-end.ts'
 import { LEASE_MS, renewLease, SyncCancelled, SyncInterrupted } from './datasources.sync-lease.ts'
+import { nextStagedSeq, readStaged, STAGED_PAGE, stageStatement } from './datasources.sync-stage.ts'
 
 /**
  * The read of a sync run (DATA-ENGINE: Sync lifecycle; docs/live.md "The write path"): the
@@ -32,6 +39,11 @@ export interface SyncJob {
   config: unknown
   plain: Record<string, unknown>
   incremental: boolean
+  /**
+   * The run was suspended by an earlier invocation (it has a checkpoint): its generation already
+   * holds what it wrote, its counts go on from the run's.
+   */
+  resumed: boolean
   counts: Counts
 }
 
@@ -60,7 +72,9 @@ export async function openRead(ctx: ServiceContext, source: DataSourceRow, run: 
     throw new ConnectorError(`Invalid configuration: ${issues}`)
   }
   const incremental = connector.mode?.(parsed.data) === 'incremental'
-  return { source, run, connector, config: parsed.data, plain, incremental, counts }
+  const resumed = run.checkpoint != null
+  if (resumed) Object.assign(counts, { rowsRead: run.rowsRead, rowsWritten: run.rowsWritten, rowsDeleted: run.rowsDeleted })
+  return { source, run, connector, config: parsed.data, plain, incremental, resumed, counts }
 }
 
 /**
@@ -71,26 +85,33 @@ export async function openRead(ctx: ServiceContext, source: DataSourceRow, run: 
  * in the visible generation, its events with each batch.
  */
 export async function readAndWrite(ctx: ServiceContext, job: SyncJob): Promise<Read> {
-  const { source, run, counts, incremental } = job
+  const { source, run, counts, incremental, resumed } = job
   const plan = await loadPanelPlan(ctx.db, source.tenantId, source.panelId)
   // An incremental sync writes the visible generation: each batch moves the views' membership.
   const membership = incremental
     ? await loadPanelMembership(ctx.db, source.tenantId, source.panelId, { at: ctx.clock.now() })
     : undefined
-  // Leftovers of a run that crashed while writing this generation.
-  if (!incremental) await runBatch(ctx.db, dropGeneration(source.id, run.generation))
+  // Leftovers of a run that crashed while writing this generation (a resumed run's are its own rows).
+  if (!incremental && !resumed) await runBatch(ctx.db, dropGeneration(source.id, run.generation))
   const limits = ctx.config.syncLimits
   const timeout = AbortSignal.timeout(limits.timeoutMs)
   // A stopping service aborts the connector's reads too, so a sync waiting on its source hands back at once.
   const signal = ctx.stopping ? AbortSignal.any([timeout, ctx.stopping]) : timeout
-  const cursor: { pending?: { value: unknown } } = {}
+  const cursor: { pending?: { value: unknown }; checkpoint?: { value: unknown } } = {}
   const cancel = { seen: false }
   const cctx = connectorContext(ctx, job, signal, cursor, cancel)
   const keyField = typeof job.plain.keyField === 'string' && job.plain.keyField !== '' ? job.plain.keyField : undefined
   const seen: KeySet = newKeySet()
   let fullCursor: { value: unknown } | undefined
-  // A full sync digests the rows it stores, so its end can tell an unchanged generation at once.
-  const rows: RowWriter = { plan, now: ctx.clock.now(), digest: incremental ? undefined : new GenerationDigest() }
+  // An incremental read that applies at its end stages its batches until it has read them all.
+  const staging = incremental && job.connector.appliesAtEnd?.(job.config) === true
+  const stage = {
+    seq: staging && resumed ? await nextStagedSeq(ctx, run.id) : 0,
+    cursor: undefined as { value: unknown } | undefined,
+  }
+  // A full sync digests the rows it stores, so its end can tell an unchanged generation at once; a
+  // resumed one did not see the rows of its earlier invocations, so its digest is unknown.
+  const rows: RowWriter = { plan, now: ctx.clock.now(), digest: incremental || resumed ? undefined : new GenerationDigest() }
   try {
     for await (const batch of job.connector.read(job.config, cctx)) {
       counts.rowsRead += batch.length
@@ -100,22 +121,35 @@ export async function readAndWrite(ctx: ServiceContext, job: SyncJob): Promise<R
         )
       }
       const advanced = cursor.pending
+      const checkpoint = cursor.checkpoint
       cursor.pending = undefined
+      cursor.checkpoint = undefined
       if (!incremental && advanced) fullCursor = advanced
+      if (staging) {
+        if (advanced) stage.cursor = advanced
+        await stageBatch(ctx, job, batch, stage.seq, checkpoint)
+        stage.seq += batch.length
+        if (ctx.stopping?.aborted) throw new SyncInterrupted()
+        continue
+      }
       await writeBatch(
         ctx,
         job,
         batch,
         { seen: incremental ? newKeySet() : seen, keyField, rows, membership },
         incremental ? advanced : undefined,
+        checkpoint,
       )
       if (ctx.stopping?.aborted) throw new SyncInterrupted()
     }
+    if (staging) await applyStaged(ctx, job, { keyField, rows, membership }, stage.cursor)
     if (!incremental) await countGeneration(ctx.db, source.id, run.generation, counts)
     return { digest: rows.digest?.toString(), plan, cursor: fullCursor }
   } catch (err) {
     // The connector stopped because it saw the cancel (connectorContext.cancelRequested).
     if (cancel.seen) throw new SyncCancelled()
+    // A resumable read handed the rest of its run to a later invocation (datasources.sync-end.ts `suspend`).
+    if (err instanceof ReadSuspended) throw err
     if (ctx.stopping?.aborted && !(err instanceof SyncCancelled)) throw new SyncInterrupted()
     if (timeout.aborted && !(err instanceof SyncCancelled)) {
       throw new ConnectorError(
@@ -142,6 +176,7 @@ async function writeBatch(
   batch: SourceRecord[],
   { seen, keyField, rows, membership }: { seen: KeySet; keyField?: string; rows: RowWriter; membership?: PanelMembership },
   cursor: { value: unknown } | undefined,
+  checkpoint: { value: unknown } | undefined,
 ) {
   const { source, run, counts, incremental } = job
   const upserts = await keyRecords(incremental ? batch.filter((r) => !r.deleted) : batch, keyField, seen, ctx.sha256Hex)
@@ -159,6 +194,7 @@ async function writeBatch(
   counts.rowsDeleted += deletes.length
   const now = isoNow(ctx.clock)
   const own: SQL[] = []
+  if (checkpoint) own.push(saveCheckpoint(job.run, checkpoint.value))
   if (cursor) {
     own.push(sql`UPDATE data_sources SET config = json_set(config, '$.lastSyncValue', json(${JSON.stringify(cursor.value ?? null)}))
       WHERE id = ${source.id}`)
@@ -176,7 +212,8 @@ async function writeBatch(
     with: [
       ...own,
       renewLease(ctx, run, LEASE_MS),
-      sql`UPDATE sync_runs SET rows_read = ${counts.rowsRead}, rows_written = ${counts.rowsWritten} WHERE id = ${run.id}`,
+      sql`UPDATE sync_runs SET rows_read = ${counts.rowsRead}, rows_written = ${counts.rowsWritten},
+        rows_deleted = ${counts.rowsDeleted} WHERE id = ${run.id}`,
       ctx.db.select({ cancel: syncRuns.cancelRequested }).from(syncRuns).where(eq(syncRuns.id, run.id)),
     ],
   })
@@ -184,15 +221,70 @@ async function writeBatch(
   if (state?.cancel) throw new SyncCancelled()
 }
 
+/**
+ * A batch of a read that applies at its end, staged (datasources.sync-stage.ts) with the run's
+ * lease renewal, counters and progress; stops when a cancel was requested.
+ */
+async function stageBatch(
+  ctx: ServiceContext,
+  job: SyncJob,
+  batch: SourceRecord[],
+  seq: number,
+  checkpoint: { value: unknown } | undefined,
+) {
+  const { run, counts } = job
+  const results = await runBatch(ctx.db, [
+    ...(batch.length > 0 ? [stageStatement(run.id, seq, batch)] : []),
+    ...(checkpoint ? [saveCheckpoint(run, checkpoint.value)] : []),
+    renewLease(ctx, run, LEASE_MS),
+    sql`UPDATE sync_runs SET rows_read = ${counts.rowsRead} WHERE id = ${run.id}`,
+    ctx.db.select({ cancel: syncRuns.cancelRequested }).from(syncRuns).where(eq(syncRuns.id, run.id)),
+  ])
+  const [state] = results[results.length - 1] as { cancel: boolean }[]
+  if (state?.cancel) throw new SyncCancelled()
+}
+
+/**
+ * Applies what a read that applies at its end staged, now that it has read to its end: a page at
+ * a time through the run's incremental write (its events, counters and lease), the cursor with
+ * the last page (or alone when nothing changed).
+ */
+async function applyStaged(
+  ctx: ServiceContext,
+  job: SyncJob,
+  write: { keyField?: string; rows: RowWriter; membership?: PanelMembership },
+  cursor: { value: unknown } | undefined,
+) {
+  let seq = 0
+  for (;;) {
+    // One more than a page: whether this page is the last one, which brings the cursor.
+    const page = await readStaged(ctx, job.run.id, seq, STAGED_PAGE + 1)
+    const last = page.length <= STAGED_PAGE
+    const records = page.slice(0, STAGED_PAGE)
+    await writeBatch(
+      ctx,
+      job,
+      records.map((r) => r.record),
+      { seen: newKeySet(), ...write },
+      last ? cursor : undefined,
+      undefined,
+    )
+    if (last) return
+    seq = records[records.length - 1].seq + 1
+  }
+}
+
 /** The context a connector reads with: the signal, the egress guard, its cache, limits, cursor and truncation notes. */
 function connectorContext(
   ctx: ServiceContext,
   job: SyncJob,
   signal: AbortSignal,
-  cursor: { pending?: { value: unknown } },
+  cursor: { pending?: { value: unknown }; checkpoint?: { value: unknown } },
   cancel: { seen: boolean },
 ): ConnectorContext {
   const limits = ctx.config.syncLimits
+  // Counted from the invocation's start where deps are per invocation (Workers), else from the run's.
+  const budgetEnds = (ctx.invocationStartedAt ?? performance.now()) + (limits.invocationMs ?? Number.POSITIVE_INFINITY)
   return {
     signal,
     cache: sourceCache(ctx, job.source),
@@ -221,8 +313,23 @@ function connectorContext(
       if (state?.cancel) cancel.seen = true
       return cancel.seen
     },
+    resume: {
+      saved: job.run.checkpoint ?? undefined,
+      save: async (state) => {
+        await runBatch(ctx.db, [saveCheckpoint(job.run, state), renewLease(ctx, job.run, LEASE_MS)])
+      },
+      saveWithNextBatch: (state) => {
+        cursor.checkpoint = { value: state }
+      },
+      remainingMs: () => budgetEnds - performance.now(),
+      handedBack: () => ctx.stopping?.aborted === true,
+    },
   }
 }
+
+/** The run's progress saved (a resumable read's checkpoint), while the run is still open. */
+const saveCheckpoint = (run: SyncRunRow, state: unknown): SQL =>
+  sql`UPDATE sync_runs SET checkpoint = ${JSON.stringify(state ?? null)} WHERE id = ${run.id} AND status = 'syncing'`
 
 /** The per-source cache a connector gets (e.g. OAuth2 tokens), under the tenant's key space. */
 export function sourceCache(ctx: ServiceContext, source: DataSourceRow): ConnectorContext['cache'] {

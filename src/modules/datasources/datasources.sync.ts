@@ -1,11 +1,11 @@
-import { and, eq } from 'drizzle-orm'
+import { and, eq, isNotNull } from 'drizzle-orm'
 import type { ServiceContext } from '../../context.ts'
 import { type SyncTrigger, syncRuns } from '../../db/schema.ts'
 import { conflict } from '../../errors.ts'
 import { catchUpColumnChanges } from '../../rowstore/recompute.ts'
 import type { DataSourceRow, SyncRunRow } from './datasources.schemas.ts'
 import { failed, finish, newCounts, type SyncOutcome } from './datasources.sync-end.ts'
-import { beginSync, leaseHolder } from './datasources.sync-lease.ts'
+import { beginSync, leaseHolder, resumeSuspended } from './datasources.sync-lease.ts'
 import { openRead, type Read, readAndWrite, type SyncJob } from './datasources.sync-read.ts'
 
 /**
@@ -48,11 +48,19 @@ export async function executeSync(
 }
 
 /**
- * beginSync + executeSync + the panel's follow-up: the sync a request or the scheduler waits for
+ * The run a sync call or a tick goes on with: the source's suspended run when its time has come (a
+ * bulk export resumes polling or downloading, never kicks off anew), else a new one (beginSync).
+ */
+export async function takeSync(ctx: ServiceContext, source: DataSourceRow, trigger: SyncTrigger): Promise<SyncRunRow> {
+  return (await resumeSuspended(ctx, source)) ?? (await beginSync(ctx, source, trigger))
+}
+
+/**
+ * takeSync + executeSync + the panel's follow-up: the sync a request or the scheduler waits for
  * (create, POST …/sync, a due source).
  */
 export async function runSync(ctx: ServiceContext, source: DataSourceRow, trigger: SyncTrigger): Promise<SyncOutcome> {
-  const run = await beginSync(ctx, source, trigger)
+  const run = await takeSync(ctx, source, trigger)
   return syncAndCatchUp(ctx, source, run)
 }
 
@@ -63,7 +71,7 @@ export async function runSync(ctx: ServiceContext, source: DataSourceRow, trigge
  * in the log.
  */
 export async function runSyncInBackground(ctx: ServiceContext, source: DataSourceRow, trigger: SyncTrigger): Promise<SyncRunRow> {
-  const run = await beginSync(ctx, source, trigger)
+  const run = await takeSync(ctx, source, trigger)
   ctx.defer(syncAndCatchUp(ctx, source, run), { what: 'sync', dataSourceId: source.id, runId: run.id })
   return run
 }
@@ -74,12 +82,21 @@ export async function runSyncInBackground(ctx: ServiceContext, source: DataSourc
  * generation. Answers the run; 409 when no sync is running.
  */
 export async function requestCancel(ctx: ServiceContext, source: DataSourceRow): Promise<SyncRunRow> {
-  const holder = leaseHolder(ctx, source)
+  // A suspended run waiting for its tick (its lease ran to its resume time) holds the source too:
+  // a cancel ends it when it resumes. A lapsed lease without a checkpoint is a crashed run: none.
+  const live = leaseHolder(ctx, source)
+  const holder = live ?? source.leaseRunId ?? undefined
   if (holder === undefined) throw conflict(`No synchronisation of data source ${source.id} is running`)
   const [run] = await ctx.db
     .update(syncRuns)
     .set({ cancelRequested: true })
-    .where(and(eq(syncRuns.id, holder), eq(syncRuns.status, 'syncing')))
+    .where(
+      and(
+        eq(syncRuns.id, holder),
+        eq(syncRuns.status, 'syncing'),
+        live === undefined ? isNotNull(syncRuns.checkpoint) : undefined,
+      ),
+    )
     .returning()
   if (!run) throw conflict(`No synchronisation of data source ${source.id} is running`)
   return run

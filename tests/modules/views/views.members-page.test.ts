@@ -86,9 +86,6 @@ async function exportedRows(viewId: number): Promise<Record<string, unknown>[]> 
   return (await res.json()) as Record<string, unknown>[]
 }
 
-/** The Id column of a JSON export of the view. */
-const exported = async (viewId: number): Promise<string[]> => (await exportedRows(viewId)).map((r) => r.Id as string)
-
 /** Each row with only the named fields. */
 const project = (rows: Record<string, unknown>[], names: string[]) =>
   rows.map((r) => Object.fromEntries(names.map((n) => [n, r[n]])))
