@@ -1,4 +1,4 @@
-import type { FhirSubscriptionReport } from '../modules/datasources/datasources.fhir-check.ts'
+import type { FhirSubscriptionReport } from '../modules/datasources/datasources.fhir-report.ts'
 import type { DeliveryReport } from '../modules/subscriptions/subscriptions.report.ts'
 import type { TimeReport } from '../modules/work/work.time-report.ts'
 

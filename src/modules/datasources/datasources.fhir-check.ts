@@ -4,18 +4,9 @@ import { systemContext } from '../../context.ts'
 import { dataSources, fhirSourceSubscriptions } from '../../db/schema.ts'
 import type { Deps } from '../../deps.ts'
 import { catchUp, reclaimCatchUps } from './datasources.fhir-catch-up.ts'
+import type { FhirSubscriptionReport } from './datasources.fhir-report.ts'
 import { checkUpstream } from './datasources.fhir-subscription.ts'
 import type { DataSourceRow } from './datasources.schemas.ts'
-
-/** What the maintenance tick did for live fhir sources. */
-export interface FhirSubscriptionReport {
-  /** Catch-up searches run (owed by a gap, a restart, an error status, a busy source). */
-  caughtUp: number
-  /** Upstream Subscriptions read because no notification came for two heartbeat periods. */
-  checked: number
-  /** Upstream Subscriptions made again (dropped by the server, or never made). */
-  remade: number
-}
 
 const livePanel = sql`EXISTS (SELECT 1 FROM data_sources d JOIN panels p ON p.id = d.panel_id
   WHERE d.id = ${fhirSourceSubscriptions.dataSourceId} AND p.deleted_at IS NULL)`
