@@ -207,7 +207,9 @@ describe('fhir sources in bulk mode through the API', () => {
     const before = await currentRecords(t, created.body.id)
     fx.put({ ...patients(3)[0], active: false })
     fx.state.polls = 100
-    fx.state.retryAfter = '30'
+    // A wait the invocation's budget holds on every runtime (Workers: 25 s), so the run waits in
+    // place rather than suspending; a cancel of a suspended run: fhir.bulk.resume.test.ts.
+    fx.state.retryAfter = '20'
     const jobsBefore = fx.jobs.length
     const started = await alice.post(`/api/datasources/${created.body.id}/sync?async=true`)
     expect(started.status).toBe(202)
