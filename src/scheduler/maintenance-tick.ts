@@ -52,7 +52,7 @@ export async function runMaintenanceTick(deps: Deps, now: Date = deps.clock.now(
     webhooks: { subscriptions: 0, delivered: 0, retried: 0, failed: 0, disabled: 0, pruned: 0 },
     time: { panels: 0, freed: 0, overdue: 0, woken: 0 },
     exports: { resumed: 0, removed: 0 },
-    fhirSubscriptions: { caughtUp: 0, checked: 0, remade: 0 },
+    fhirSubscriptions: { caughtUp: 0, checked: 0, remade: 0, removed: 0 },
   }
   report.time = await runTimeStep(deps, now)
   // Deliveries next: they are bounded per step and waiting for them, while syncs are not. The FHIR

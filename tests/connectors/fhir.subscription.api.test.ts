@@ -285,6 +285,24 @@ describe('fhir sources in subscription mode', () => {
     expect((await t.client.execute('SELECT count(*) AS n FROM fhir_source_subscriptions')).rows[0].n).toBe(0)
   })
 
+  it("deleting the panel deletes its live sources' Subscriptions at the next tick: the old URL answers 401", async () => {
+    await handshaken()
+    const first = fx.only()
+    expect((await alice.delete(`/api/panels/${panelId}`)).status).toBe(204)
+    const tick = await runMaintenanceTick(t.deps)
+    expect(tick.fhirSubscriptions).toMatchObject({ removed: 1 })
+    expect(fx.subscriptions.size).toBe(0)
+    expect(fx.server.requests.some((r) => r.method === 'DELETE' && r.url === `/fhir/Subscription/${first.id}`)).toBe(true)
+    expect((await t.client.execute('SELECT count(*) AS n FROM fhir_source_subscriptions')).rows[0].n).toBe(0)
+    const old = await t.app.request(new URL(first.endpoint).pathname, {
+      method: 'POST',
+      headers: { Authorization: first.headers.Authorization },
+      body: '{}',
+    })
+    expect(old.status).toBe(401)
+    expect((await runMaintenanceTick(t.deps)).fhirSubscriptions).toMatchObject({ removed: 0 })
+  })
+
   it('the same notification delivered twice at once is applied once, and a row.entered reaches the feed', async () => {
     const created = await handshaken()
     const view = await alice.post('/api/views', { name: 'Everyone', panelId })
@@ -390,7 +408,7 @@ describe('fhir sources in subscription mode', () => {
     // Quiet for less than two heartbeat periods: nothing is read.
     t.clock.advance(15_000)
     const calm = await runMaintenanceTick(t.deps)
-    expect(calm.fhirSubscriptions).toEqual({ caughtUp: 0, checked: 0, remade: 0 })
+    expect(calm.fhirSubscriptions).toEqual({ caughtUp: 0, checked: 0, remade: 0, removed: 0 })
     t.clock.advance(10_000)
     const tick = await runMaintenanceTick(t.deps)
     // The catch-up is run by the tick, or by the receiver of the new handshake when it comes first.

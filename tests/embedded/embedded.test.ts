@@ -177,7 +177,7 @@ describe('openPanelService', () => {
       webhooks: { subscriptions: 0, delivered: 0, retried: 0, failed: 0, disabled: 0, pruned: 0 },
       time: { panels: 0, freed: 0, overdue: 0, woken: 0 },
       exports: { resumed: 0, removed: 0 },
-      fhirSubscriptions: { caughtUp: 0, checked: 0, remade: 0 },
+      fhirSubscriptions: { caughtUp: 0, checked: 0, remade: 0, removed: 0 },
     })
     const loop = service.startScheduler()
     service.startScheduler()

@@ -1,24 +1,38 @@
-import { and, asc, eq, isNotNull, sql } from 'drizzle-orm'
+import { and, asc, eq, isNotNull, not, sql } from 'drizzle-orm'
 import { DEFAULT_HEARTBEAT_SECONDS } from '../../connectors/fhir-subscription-config.ts'
 import { systemContext } from '../../context.ts'
 import { dataSources, fhirSourceSubscriptions } from '../../db/schema.ts'
 import type { Deps } from '../../deps.ts'
 import { catchUp, reclaimCatchUps } from './datasources.fhir-catch-up.ts'
 import type { FhirSubscriptionReport } from './datasources.fhir-report.ts'
-import { checkUpstream } from './datasources.fhir-subscription.ts'
+import { checkUpstream, removeSubscription } from './datasources.fhir-subscription.ts'
 import type { DataSourceRow } from './datasources.schemas.ts'
 
 const livePanel = sql`EXISTS (SELECT 1 FROM data_sources d JOIN panels p ON p.id = d.panel_id
   WHERE d.id = ${fhirSourceSubscriptions.dataSourceId} AND p.deleted_at IS NULL)`
 
 /**
- * The maintenance tick's step for live fhir sources (docs/connectors-fhir.md "Nothing lost"): gives
- * back the catch-ups whose run died, runs the catch-ups still owed, then reads the upstream Subscription of each source that heard nothing
- * (no notification, no check) for two heartbeat periods, or has none yet; a dropped one is made
- * again. At most `limit` of each per step.
+ * The maintenance tick's step for live fhir sources (docs/connectors-fhir.md "Nothing lost"):
+ * deletes the upstream Subscriptions of sources whose panel was deleted, gives back the catch-ups
+ * whose run died, runs the catch-ups still owed, then reads the upstream Subscription of each
+ * source that heard nothing (no notification, no check) for two heartbeat periods, or has none
+ * yet; a dropped one is made again. At most `limit` of each per step.
  */
 export async function checkFhirSubscriptions(deps: Deps, now: Date, limit = 20): Promise<FhirSubscriptionReport> {
-  const report: FhirSubscriptionReport = { caughtUp: 0, checked: 0, remade: 0 }
+  const report: FhirSubscriptionReport = { caughtUp: 0, checked: 0, remade: 0, removed: 0 }
+  // A deleted panel takes its sources' live rows with it: their Subscriptions go (the server stops
+  // sending; the notification URL answers 401 once the state is dropped).
+  const orphaned = await deps.db
+    .select({ source: dataSources })
+    .from(fhirSourceSubscriptions)
+    .innerJoin(dataSources, eq(dataSources.id, fhirSourceSubscriptions.dataSourceId))
+    .where(not(livePanel))
+    .limit(limit)
+  for (const { source } of orphaned) {
+    if (deps.stopping?.aborted) return report
+    await removeSubscription(systemContext(deps, source.tenantId), source as DataSourceRow)
+    report.removed++
+  }
   await reclaimCatchUps(deps.db, now)
   const owed = await deps.db
     .select({ id: fhirSourceSubscriptions.dataSourceId, tenantId: fhirSourceSubscriptions.tenantId })

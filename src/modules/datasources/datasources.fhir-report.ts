@@ -10,4 +10,6 @@ export interface FhirSubscriptionReport {
   checked: number
   /** Upstream Subscriptions made again (dropped by the server, or never made). */
   remade: number
+  /** Upstream Subscriptions deleted because their source's panel was deleted. */
+  removed: number
 }
