@@ -1,4 +1,4 @@
-import { BACKPORT, topicCanonical } from './fhir.topic.ts'
+import { BACKPORT, topicCanonical } from '../fhir-topic/fhir.topic.ts'
 
 /**
  * What the /fhir face serves, as the entries of its R4 CapabilityStatement (`GET /fhir/metadata`).

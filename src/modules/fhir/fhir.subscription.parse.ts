@@ -1,6 +1,6 @@
 import type { FhirPayloadContent } from '../../db/schema-live.ts'
 import { type FieldIssue, invalid } from '../../errors.ts'
-import { BACKPORT, MEMBERSHIP_EVENTS, type MembershipEvent, topicCanonical } from './fhir.topic.ts'
+import { BACKPORT, MEMBERSHIP_EVENTS, type MembershipEvent, splitHeader, topicCanonical } from '../fhir-topic/fhir.topic.ts'
 
 /**
  * Reads a posted R4 Subscription of the backport profile (docs/fhir.md "Creating a subscription")
@@ -29,7 +29,6 @@ const PAYLOADS: readonly FhirPayloadContent[] = ['empty', 'id-only', 'full-resou
 /** Headers a subscription may not set: the delivery's own (signature, ids, content type) and the transport's. */
 const RESERVED_HEADERS = new Set(['content-type', 'content-length', 'host', 'user-agent', 'x-signature-256', 'connection'])
 const RESERVED_PREFIXES = ['x-event-', 'x-delivery-']
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 const MAX_HEADERS = 10
 
 type Json = Record<string, unknown>
@@ -158,14 +157,4 @@ function readHeaders(value: unknown, fault: (path: string, message: string) => v
     out.push(h as string)
   }
   return out
-}
-
-/** `Name: value` as [name, value], or undefined. */
-export function splitHeader(h: string): [string, string] | undefined {
-  const at = h.indexOf(':')
-  if (at <= 0) return undefined
-  const name = h.slice(0, at).trim()
-  const value = h.slice(at + 1).trim()
-  if (!HEADER_NAME.test(name) || /[\r\n]/.test(value) || value.length > 4096) return undefined
-  return [name, value]
 }

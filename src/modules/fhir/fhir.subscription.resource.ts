@@ -1,6 +1,6 @@
 import type { fhirTopicSubscriptions } from '../../db/schema-live.ts'
+import { BACKPORT } from '../fhir-topic/fhir.topic.ts'
 import type { SubscriptionRow } from '../subscriptions/subscriptions.schemas.ts'
-import { BACKPORT } from './fhir.topic.ts'
 
 /** Where the signing secret travels in the answer to the create (docs/fhir.md "Signatures"). */
 export const SIGNING_SECRET_EXTENSION = 'urn:panels:fhir:signing-secret'

@@ -4,17 +4,17 @@ import { fhirTopicSubscriptions, subscriptionDeliveries, subscriptions } from '.
 import { AppError, invalid, notFound } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { loadWorkflow } from '../../rowstore/workflow.ts'
+import { notificationBundle, type StatusFacts, statusSearchset, type TopicEvent } from '../fhir-topic/fhir.notification.ts'
+import { HANDSHAKE, toTopicEvent } from '../fhir-topic/fhir.topic.delivery.ts'
+import { eventTypeOf } from '../fhir-topic/fhir.topic.ts'
 import { ownerContext, readableMemo } from '../subscriptions/subscriptions.access.ts'
 import { watchTenant } from '../subscriptions/subscriptions.kick.ts'
 import type { SubscriptionRow } from '../subscriptions/subscriptions.schemas.ts'
 import { generateSecret } from '../subscriptions/subscriptions.sign.ts'
 import { urlRefusal } from '../subscriptions/subscriptions.url.ts'
 import { loadVisibleView } from '../views/views.service.ts'
-import { notificationBundle, type StatusFacts, statusSearchset, type TopicEvent } from './fhir.notification.ts'
 import { parseSubscription } from './fhir.subscription.parse.ts'
 import { type FhirSubscriptionResource, toFhirSubscription } from './fhir.subscription.resource.ts'
-import { HANDSHAKE, toTopicEvent } from './fhir.topic.delivery.ts'
-import { eventTypeOf } from './fhir.topic.ts'
 
 /**
  * FHIR backport Subscriptions to the view-membership topic (docs/fhir.md "View membership as a

@@ -5,11 +5,11 @@ import { readRowsPage } from '../../rowstore/member-page.ts'
 import { loadPanelColumns } from '../../rowstore/query/columns.ts'
 import { loadWorkflow } from '../../rowstore/workflow.ts'
 import { noteAccess } from '../audit/audit.record.ts'
+import { patientOfRow } from '../fhir-topic/fhir.patient.ts'
 import { prepareViewRows } from '../views/views.query.ts'
 import { rowLimitsFor } from '../views/views.rows-scope.ts'
 import { toViewDto } from '../views/views.schemas.ts'
 import { listViews, loadVisibleView, requireViewPermission } from '../views/views.service.ts'
-import { patientOfRow } from './fhir.patient.ts'
 import { type GroupSearch, nameMatches } from './group.search.ts'
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { patientOfRow, patientReferenceOf } from '../../../src/modules/fhir/fhir.patient.ts'
+import { patientOfRow, patientReferenceOf } from '../../../src/modules/fhir-topic/fhir.patient.ts'
 
 describe('the patient of a row', () => {
   it('reads Patient/<id>, a bare id and an absolute Patient URL; nothing else', () => {

@@ -36,3 +36,16 @@ export const MEMBERSHIP_EVENT_SYSTEM = 'urn:panels:fhir:membership-event'
 
 /** The media type of FHIR R4 JSON: notifications are sent as it. */
 export const FHIR_JSON_TYPE = 'application/fhir+json'
+
+/** A header field name (RFC 9110 token). */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
+
+/** `Name: value` as [name, value], or undefined. */
+export function splitHeader(h: string): [string, string] | undefined {
+  const at = h.indexOf(':')
+  if (at <= 0) return undefined
+  const name = h.slice(0, at).trim()
+  const value = h.slice(at + 1).trim()
+  if (!HEADER_NAME.test(name) || /[\r\n]/.test(value) || value.length > 4096) return undefined
+  return [name, value]
+}

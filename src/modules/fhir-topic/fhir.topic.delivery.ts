@@ -2,12 +2,32 @@ import { sql } from 'drizzle-orm'
 import type { ServiceDeps } from '../../context.ts'
 import { rowsAffected } from '../../db/client.ts'
 import type { FhirSubscriptionStatus, fhirTopicSubscriptions } from '../../db/schema-live.ts'
-import type { EventScope } from '../subscriptions/subscriptions.access.ts'
-import type { DeliveryRow, SubscriptionRow } from '../subscriptions/subscriptions.schemas.ts'
 import { type NotificationType, notificationBundle, type StatusFacts, type TopicEvent } from './fhir.notification.ts'
 import { patientOfRow } from './fhir.patient.ts'
-import { splitHeader } from './fhir.subscription.parse.ts'
-import { baseOfTopic, FHIR_JSON_TYPE, type MembershipEvent } from './fhir.topic.ts'
+import { baseOfTopic, FHIR_JSON_TYPE, type MembershipEvent, splitHeader } from './fhir.topic.ts'
+
+/**
+ * What a topic's delivery reads of the webhook queue's rows (subscriptions.schemas.ts: its rows
+ * fit these): the queue calls this module for subscriptions of kind `fhir-topic`, and this module
+ * does not import the queue's.
+ */
+export interface QueuedSubscription {
+  id: number
+  viewId: number | null
+}
+export interface QueuedDelivery {
+  id: number
+  deliveryId: string
+  eventSeq: number | null
+  eventType: string
+  payload: string | null
+}
+/** The scope of an event, as the queue's read check takes it (subscriptions.access.ts `EventScope`). */
+export interface EventScope {
+  type: string
+  panelId: number | null
+  viewId: number | null
+}
 
 /**
  * What the outbound webhook queue (subscriptions.queue.ts) asks of a `fhir-topic` subscription
@@ -51,8 +71,8 @@ type FhirRow = Pick<
 /** The notification a head delivery of a `fhir-topic` subscription sends, or why it is passed over. */
 export async function fhirDeliveryOf(
   deps: ServiceDeps,
-  sub: SubscriptionRow,
-  head: DeliveryRow,
+  sub: QueuedSubscription,
+  head: QueuedDelivery,
   readable: (e: EventScope) => Promise<boolean>,
   now: string,
 ): Promise<FhirDeliveryResult> {
@@ -109,8 +129,8 @@ export const viewDeletedError = (viewId: number | null) => `The view (Group/${vi
  */
 export async function afterFhirAttempt(
   deps: ServiceDeps,
-  sub: SubscriptionRow,
-  head: DeliveryRow,
+  sub: QueuedSubscription,
+  head: QueuedDelivery,
   outcome: { ok: boolean; error: string | null; final: boolean; quiet: boolean },
   now: string,
 ): Promise<void> {
@@ -177,8 +197,8 @@ interface LoggedTopicEvent {
  */
 async function readDelivery(
   deps: ServiceDeps,
-  sub: SubscriptionRow,
-  head: DeliveryRow,
+  sub: QueuedSubscription,
+  head: QueuedDelivery,
 ): Promise<{ fhir: FhirRow; event?: LoggedTopicEvent } | undefined> {
   const seq = head.eventSeq ?? -1
   const [row] = await deps.db.all<Record<string, unknown>>(sql`
@@ -240,7 +260,7 @@ export function toTopicEvent(
 }
 
 /** `events-since-subscription-start` as of a heartbeat: the last number queued before it. */
-async function sentBefore(deps: ServiceDeps, fhir: FhirRow, head: DeliveryRow): Promise<number> {
+async function sentBefore(deps: ServiceDeps, fhir: FhirRow, head: QueuedDelivery): Promise<number> {
   const [row] = await deps.db.all<{ n: number | null }>(sql`
     SELECT max(e.event_number) AS n FROM fhir_topic_events e
     JOIN subscription_deliveries d ON d.subscription_id = e.subscription_id AND d.event_seq = e.event_seq
