@@ -2,15 +2,17 @@ import type { Context, ErrorHandler, NotFoundHandler } from 'hono'
 import { HTTPException } from 'hono/http-exception'
 import { ZodError } from 'zod'
 import { AppError, issuesToDetails, type ZodIssueLike } from '../errors.ts'
-import type { AppEnv } from './context.ts'
-import { FHIR_JSON, isFhirRequest, operationOutcome } from './fhir.ts'
+import { type AppEnv, appPath } from './context.ts'
+import { FHIR_JSON, isFhirPath, operationOutcome } from './fhir.ts'
 
 /**
  * The contract's error body for `err` (CONTRACT: Errors), without logging. Under /fhir the same
  * error is an `OperationOutcome` (application/fhir+json) with the same status and headers.
  */
 export function render(c: Context<AppEnv>, err: AppError) {
-  if (c.get('fhirFace') || isFhirRequest(c)) {
+  // The face's guard marks its requests (inside its router the path is relative to the router);
+  // a request it never saw (an unknown route) is told by its path.
+  if (c.get('fhirFace') || isFhirPath(appPath(c))) {
     return c.body(JSON.stringify(operationOutcome(err, c.get('requestId'))), err.status as 400, {
       ...err.headers,
       'Content-Type': FHIR_JSON,

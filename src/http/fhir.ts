@@ -1,7 +1,6 @@
 import type { Context } from 'hono'
 import type { ContentfulStatusCode } from 'hono/utils/http-status'
 import type { AppError } from '../errors.ts'
-import { appPath, mountPath } from './context.ts'
 import { sendJson } from './response-headers.ts'
 
 /** The media type of every /fhir answer (FHIR R4 JSON). */
@@ -69,13 +68,6 @@ export function operationOutcome(err: AppError, requestId?: string) {
 
 /** True for a request of the FHIR face (`/fhir`, `/fhir/...`), relative to the mount point. */
 export const isFhirPath = (path: string) => path === '/fhir' || path.startsWith('/fhir/')
-
-/**
- * True for a request of the FHIR face, wherever the context stands: in the app's own middleware the
- * path relative to the mount point starts with `/fhir`; inside the face's router (a route's handler
- * threw) the router's own mount path ends with `/fhir`.
- */
-export const isFhirRequest = (c: Context) => isFhirPath(appPath(c)) || /\/fhir$/.test(mountPath(c))
 
 /** A FHIR resource answer: the request's prepared headers and `application/fhir+json`. */
 export const sendFhir = <T extends object, U extends ContentfulStatusCode>(c: Context, resource: T, status: U) =>
