@@ -16,19 +16,11 @@
  */
 import { closeSync, openSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
-import { createStorage } from 'unstorage'
-import memoryDriver from 'unstorage/drivers/memory'
-import { createApp } from '../src/app.ts'
-import { buildDeps } from '../src/deps.ts'
-import { createLogger } from '../src/lib/logger.ts'
-import { signToken } from '../src/lib/tokens.ts'
-import { sha256Hex } from '../src/runtime/node-crypto.ts'
-import { nodeFileStore } from '../src/runtime/node-files.ts'
-import { openDatabase } from '../src/runtime/node-primitives.ts'
 import { patient } from './lib/fhir-patients.ts'
+import { inProcessService } from './lib/in-process-service.ts'
 import { interleaved, turn } from './lib/interleaved.ts'
 import { mib, rssTracker } from './lib/rss.ts'
-import { BENCH_SECRET, benchConfig, inTempDir } from './lib/temp-dir.ts'
+import { inTempDir } from './lib/temp-dir.ts'
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 10_000)
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 20)
@@ -40,27 +32,7 @@ const main = () => inTempDir('panels-bench-fhir-group-', run)
 async function run(dir: string) {
   const rss = rssTracker()
   rss.phase('service start (deps and app)')
-  const config = benchConfig(dir, 'group.db')
-  const { db } = await openDatabase(config)
-  const deps = await buildDeps(config, {
-    db,
-    storage: createStorage({ driver: memoryDriver() }),
-    files: nodeFileStore(dir),
-    sha256Hex,
-    log: createLogger('error'),
-  })
-  const app = createApp(() => deps)
-  const token = await signToken(BENCH_SECRET, { tenantId: 'bench', userId: 'bench' })
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await app.request(path, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    })
-    if (res.status >= 400) throw new Error(`${method} ${path} → ${res.status}: ${await res.text()}`)
-    return res
-  }
-  const json = async (method: string, path: string, body?: unknown) => (await call(method, path, body)).json()
+  const { deps, call, json } = await inProcessService(dir, 'group.db')
 
   rss.phase('rows generated, panel, columns, workflow, sync and view')
   const file = openSync(join(dir, 'patients.ndjson'), 'w')

@@ -32,28 +32,19 @@
 import { closeSync, openSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { sql } from 'drizzle-orm'
-import { createStorage } from 'unstorage'
-import memoryDriver from 'unstorage/drivers/memory'
-import { createApp } from '../src/app.ts'
 import type { Db } from '../src/db/client.ts'
-import { buildDeps } from '../src/deps.ts'
 import { compileFormula } from '../src/engine/formula/index.ts'
-import { createLogger } from '../src/lib/logger.ts'
-import { signToken } from '../src/lib/tokens.ts'
-import { sha256Hex } from '../src/runtime/node-crypto.ts'
-import { nodeFileStore } from '../src/runtime/node-files.ts'
-import { openDatabase } from '../src/runtime/node-primitives.ts'
 import { type BareGroups, type BarePage, type BareRow, bareRowOf, openBarePanel } from './lib/bare-panel.ts'
 import { patient } from './lib/fhir-patients.ts'
+import { inProcessService } from './lib/in-process-service.ts'
 import { interleaved, type StepTimes, turn } from './lib/interleaved.ts'
 import { mib, rssTracker } from './lib/rss.ts'
-import { BENCH_SECRET, benchConfig, inTempDir } from './lib/temp-dir.ts'
+import { inTempDir } from './lib/temp-dir.ts'
 import { seedWorkState } from './lib/work-state.ts'
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000)
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 30)
 const EXPORT_REPEAT = Number(process.env.BENCH_EXPORT_REPEAT ?? 5)
-const SECRET = BENCH_SECRET
 
 const main = () => inTempDir('panels-bench-views-', run)
 
@@ -63,28 +54,7 @@ const CHUNK = 10_000
 async function run(dir: string) {
   const rss = rssTracker()
   rss.phase('service start (deps and app)')
-  const config = benchConfig(dir, 'views.db')
-  const { db } = await openDatabase(config)
-  const storage = createStorage({ driver: memoryDriver() })
-  const deps = await buildDeps(config, {
-    db,
-    storage,
-    files: nodeFileStore(dir),
-    sha256Hex,
-    log: createLogger('error'),
-  })
-  const app = createApp(() => deps)
-  const token = await signToken(SECRET, { tenantId: 'bench', userId: 'bench' })
-  const call = async (method: string, path: string, body?: unknown) => {
-    const res = await app.request(path, {
-      method,
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    })
-    if (res.status >= 400) throw new Error(`${method} ${path} → ${res.status}: ${await res.text()}`)
-    return res
-  }
-  const json = async (method: string, path: string, body?: unknown) => (await call(method, path, body)).json()
+  const { db, storage, deps, app, call, json } = await inProcessService(dir, 'views.db')
 
   // The same generated rows go to the NDJSON file the service syncs and to the bare table, a chunk
   // at a time, so memory stays flat whatever BENCH_ROWS is.
