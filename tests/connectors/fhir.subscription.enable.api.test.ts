@@ -93,6 +93,13 @@ describe('switching the live feed of a fhir source off and on', () => {
   it('off: the upstream Subscription is deleted, the source says off, and its URL refuses notifications (409), changing nothing', async () => {
     const source = await handshaken()
     const first = fx.only()
+    // Another tenant cannot reach the switch: the source is not found, and nothing happens upstream.
+    const bob = clientFor(t.app, 'tenant-b', 'bob')
+    const foreign = await bob.put(`/api/datasources/${source.id}`, {
+      config: { ...source.config, subscription: { ...SUBSCRIPTION, enabled: false } },
+    })
+    expect(foreign.status).toBe(404)
+    expect(fx.only().id).toBe(first.id)
     const off = await switchTo(source, false)
     expect(off.status).toBe(200)
     expect(off.body.subscriptionStatus).toMatchObject({ id: null, status: 'off' })
