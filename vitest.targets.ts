@@ -13,6 +13,7 @@ export const API_SUITE = [
   'tests/connectors/database.sync.test.ts',
   'tests/connectors/fhir.bulk.api.test.ts',
   'tests/connectors/fhir.subscription.api.test.ts',
+  'tests/connectors/fhir.subscription.enable.api.test.ts',
   'tests/connectors/fhir.bulk.resume.test.ts',
 ]
 

@@ -28,6 +28,11 @@ export const SubscriptionConfig = z
     filters: z.array(searchText.max(2000)).min(1).max(20).optional(),
     payload: z.enum(['id-only', 'full-resource']),
     heartbeatSeconds: z.number().int().min(10).max(86_400).optional(),
+    /**
+     * The live feed's switch (true when absent): off, the upstream Subscription is deleted and the
+     * notification URL refuses; on again, a new one is made and a catch-up brings what changed.
+     */
+    enabled: z.boolean().optional(),
   })
   .strict()
   .superRefine(
@@ -47,7 +52,13 @@ export const SubscriptionConfig = z
 
 export type SubscriptionConfig = z.infer<typeof SubscriptionConfig>
 
-/** What decides the upstream Subscription: a change of any of it replaces the Subscription. */
+/** Whether the live feed is switched on: `enabled` is true or absent. */
+export const switchedOn = (s: { enabled?: unknown }): boolean => s.enabled !== false
+
+/**
+ * What decides the upstream Subscription: a change of any of it replaces the Subscription. Not
+ * `enabled`: switching the feed off and on is not a change of what the Subscription asks for.
+ */
 export function subscriptionSpec(baseUrl: string, s: SubscriptionConfig): string {
   return JSON.stringify([
     baseUrl.replace(/\/+$/, ''),

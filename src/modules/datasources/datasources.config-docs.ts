@@ -165,6 +165,13 @@ const FhirConfig = z
           description: '`full-resource`: notifications carry the resources; `id-only`: the service reads each one',
         }),
         heartbeatSeconds: count('The heartbeat period asked for (10 to 86400; default 60)').optional(),
+        enabled: orDefault(
+          z.boolean().openapi({
+            description:
+              'The live feed switch. false: the upstream Subscription is deleted and POST /fhir-notify/{token} answers 409 (nothing changes); the tick neither checks nor catches it up, while a `schedule` still runs full syncs. true again: a new Subscription is made and a catch-up search (_lastUpdated) brings what changed while it was off',
+          }),
+          true,
+        ),
       })
       .optional()
       .openapi({

@@ -1,6 +1,6 @@
 import { and, eq, isNotNull, isNull, sql } from 'drizzle-orm'
 import type { FhirConfig } from '../../connectors/fhir.ts'
-import { withLastUpdated } from '../../connectors/fhir-subscription-config.ts'
+import { switchedOn, withLastUpdated } from '../../connectors/fhir-subscription-config.ts'
 import type { ServiceContext } from '../../context.ts'
 import { dataSources, fhirSourceSubscriptions } from '../../db/schema.ts'
 import { isConflict } from '../../errors.ts'
@@ -12,8 +12,8 @@ import { beginSync } from './datasources.sync-lease.ts'
 
 /**
  * The catch-up of a live `fhir` source (docs/connectors-fhir.md "Nothing lost"): what a gap, a
- * restart, an `error` status, a replaced Subscription or a notification that met a running sync
- * owes is the source's own search since an instant, run as an incremental sync. The owed instant
+ * restart, an `error` status, a replaced or switched-on Subscription or a notification that met a
+ * running sync owes is the source's own search since an instant, run as an incremental sync. The owed instant
  * lives in `fhir_source_subscriptions.catch_up_from`, the running one in `catch_up_running`.
  */
 
@@ -31,7 +31,8 @@ export async function catchUp(ctx: ServiceContext, sourceId: number): Promise<bo
   if (!row || !from) return false
   const [source] = (await ctx.db.select().from(dataSources).where(eq(dataSources.id, sourceId))) as DataSourceRow[]
   const config = source && (await subscribedConfig(ctx, source))
-  if (!config) return false
+  // A feed switched off keeps what it owes: the catch-up of the next switch on searches from there.
+  if (!config || !switchedOn(config.subscription)) return false
   const started = isoNow(ctx.clock)
   const taken = await ctx.db
     .update(fhirSourceSubscriptions)

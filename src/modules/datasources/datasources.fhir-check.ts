@@ -12,11 +12,20 @@ const livePanel = sql`EXISTS (SELECT 1 FROM data_sources d JOIN panels p ON p.id
   WHERE d.id = ${fhirSourceSubscriptions.dataSourceId} AND p.deleted_at IS NULL)`
 
 /**
+ * The source's panel is live and its feed switched on (`config.subscription.enabled` absent or
+ * true; JSON false reads as 0): a feed switched off is neither caught up nor checked nor made again.
+ */
+const liveFeed = sql`EXISTS (SELECT 1 FROM data_sources d JOIN panels p ON p.id = d.panel_id
+  WHERE d.id = ${fhirSourceSubscriptions.dataSourceId} AND p.deleted_at IS NULL
+    AND coalesce(json_extract(d.config, '$.subscription.enabled'), 1) <> 0)`
+
+/**
  * The maintenance tick's step for live fhir sources (docs/connectors-fhir.md "Nothing lost"):
  * deletes the upstream Subscriptions of sources whose panel was deleted, gives back the catch-ups
  * whose run died, runs the catch-ups still owed, then reads the upstream Subscription of each
  * source that heard nothing (no notification, no check) for two heartbeat periods, or has none
- * yet; a dropped one is made again. At most `limit` of each per step.
+ * yet; a dropped one is made again. Sources whose feed is switched off are left alone (their
+ * scheduled syncs still run, in the tick's sync step). At most `limit` of each per step.
  */
 export async function checkFhirSubscriptions(deps: Deps, now: Date, limit = 20): Promise<FhirSubscriptionReport> {
   const report: FhirSubscriptionReport = { caughtUp: 0, checked: 0, remade: 0, removed: 0 }
@@ -37,7 +46,7 @@ export async function checkFhirSubscriptions(deps: Deps, now: Date, limit = 20):
   const owed = await deps.db
     .select({ id: fhirSourceSubscriptions.dataSourceId, tenantId: fhirSourceSubscriptions.tenantId })
     .from(fhirSourceSubscriptions)
-    .where(and(isNotNull(fhirSourceSubscriptions.catchUpFrom), livePanel))
+    .where(and(isNotNull(fhirSourceSubscriptions.catchUpFrom), liveFeed))
     .orderBy(asc(fhirSourceSubscriptions.catchUpFrom))
     .limit(limit)
   for (const row of owed) {
@@ -48,7 +57,7 @@ export async function checkFhirSubscriptions(deps: Deps, now: Date, limit = 20):
     .select({ sub: fhirSourceSubscriptions, source: dataSources })
     .from(fhirSourceSubscriptions)
     .innerJoin(dataSources, eq(dataSources.id, fhirSourceSubscriptions.dataSourceId))
-    .where(livePanel)
+    .where(liveFeed)
     .orderBy(asc(fhirSourceSubscriptions.checkedAt))
     .limit(limit * 5)
   let checks = 0

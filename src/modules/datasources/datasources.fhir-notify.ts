@@ -5,6 +5,7 @@ import {
   NotificationError,
   readNotification,
   type SubscriptionConfig,
+  switchedOn,
 } from '../../connectors/fhir-subscription-config.ts'
 import { ConnectorError, type SourceRecord } from '../../connectors/types.ts'
 import type { ServiceContext } from '../../context.ts'
@@ -23,6 +24,7 @@ import {
   sha256Hex,
   subscribedConfig,
   subscriptionOf,
+  switchedOffConflict,
 } from './datasources.fhir-subscription.ts'
 import type { DataSourceRow } from './datasources.schemas.ts'
 import { applyPushed } from './datasources.webhooks.ts'
@@ -34,7 +36,8 @@ import { applyPushed } from './datasources.webhooks.ts'
  * go through the push path (datasources.webhooks.ts `applyPushed`, the row store's one write
  * protocol) with a claim on the event counter in the same batch, so a duplicate is applied once
  * even across instances; a gap, a restart or an `error` status owes a catch-up search of
- * `_lastUpdated` (`catchUp`). All state lives in `fhir_source_subscriptions`.
+ * `_lastUpdated` (`catchUp`). A source whose feed is switched off refuses with 409. All state lives
+ * in `fhir_source_subscriptions`.
  */
 
 /** The largest notification read (413 beyond): a full-resource Bundle of a few resources. */
@@ -121,6 +124,7 @@ type Verified = {
 /**
  * The source of a token, after checking the token (found by its hash, then compared whole in
  * constant time) and the channel header (compared in constant time). Any failure is the same 401.
+ * A source whose live feed is switched off answers 409 (after both checks) and nothing changes.
  */
 async function verified(deps: Deps, token: string, authorization: string | undefined): Promise<Verified> {
   if (!/^[A-Za-z0-9_-]{20,200}$/.test(token)) throw refused()
@@ -145,6 +149,8 @@ async function verified(deps: Deps, token: string, authorization: string | undef
   const [source] = (await ctx.db.select().from(dataSources).where(eq(dataSources.id, row.dataSourceId))) as DataSourceRow[]
   const config = source && (await subscribedConfig(ctx, source))
   if (!config) throw refused()
+  // Only a sender that proved the token and header learns that the feed is switched off.
+  if (!switchedOn(config.subscription)) throw switchedOffConflict()
   return { ctx, row, source, config }
 }
 

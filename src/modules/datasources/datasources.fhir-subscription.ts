@@ -1,11 +1,16 @@
 import { and, eq, sql } from 'drizzle-orm'
 import { FHIR_JSON, FhirConfig, outcomeText } from '../../connectors/fhir.ts'
-import { type SubscriptionConfig, subscriptionResource, subscriptionSpec } from '../../connectors/fhir-subscription-config.ts'
+import {
+  type SubscriptionConfig,
+  subscriptionResource,
+  subscriptionSpec,
+  switchedOn,
+} from '../../connectors/fhir-subscription-config.ts'
 import { sourceClient } from '../../connectors/shared/source-client.ts'
 import { type ConnectorContext, ConnectorError } from '../../connectors/types.ts'
 import type { ServiceContext } from '../../context.ts'
 import { dataSources, fhirSourceSubscriptions } from '../../db/schema.ts'
-import { invalid } from '../../errors.ts'
+import { conflict, invalid } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { createGuardedFetch } from '../../lib/egress/guarded-fetch.ts'
 import type { DataSourceRow } from './datasources.schemas.ts'
@@ -17,6 +22,9 @@ import { sourceCache } from './datasources.sync-read.ts'
  * "Subscription mode"): made when the source is created or updated, replaced when what it was made
  * from changes, deleted with the source; re-made by the check when the server dropped it. Its
  * notifications arrive at `{PUBLIC_BASE_URL}/fhir-notify/{token}` (datasources.fhir-notify.ts).
+ * `config.subscription.enabled: false` switches the live feed off: the upstream Subscription is
+ * deleted, the state row stays (its token refused, its catch-up point kept) with status `off`, and
+ * switching it on again makes a new Subscription that owes a catch-up from that point.
  */
 
 export type SubscriptionRow = typeof fhirSourceSubscriptions.$inferSelect
@@ -31,6 +39,8 @@ export interface SubscriptionStatusDto {
 }
 
 export const NOTIFY_PATH = '/fhir-notify'
+/** The status of a source whose live feed is switched off (`config.subscription.enabled: false`). */
+export const SWITCHED_OFF = 'off'
 const PUBLIC_BASE_URL_MESSAGE =
   'A fhir source with config.subscription needs PUBLIC_BASE_URL: the address the FHIR server sends its notifications to'
 
@@ -62,9 +72,14 @@ export async function subscriptionStatusOf(
   ctx: ServiceContext,
   source: DataSourceRow,
 ): Promise<SubscriptionStatusDto | undefined> {
-  if (source.type !== 'fhir' || (source.config as { subscription?: unknown }).subscription === undefined) return undefined
+  const subscription = (source.config as { subscription?: { enabled?: unknown } }).subscription
+  if (source.type !== 'fhir' || subscription === undefined) return undefined
   const row = await subscriptionOf(ctx, source.id)
-  if (!row) return { id: null, status: 'off', eventsSinceStart: 0, lastNotificationAt: null }
+  if (!row) return { id: null, status: SWITCHED_OFF, eventsSinceStart: 0, lastNotificationAt: null }
+  // Switched off: whatever a notification that raced the switch may have written, there is none upstream.
+  if (!switchedOn(subscription)) {
+    return { id: null, status: SWITCHED_OFF, eventsSinceStart: row.eventsSinceStart, lastNotificationAt: row.lastNotificationAt }
+  }
   return {
     id: row.upstreamId,
     status: row.status,
@@ -76,25 +91,69 @@ export async function subscriptionStatusOf(
 
 /**
  * Brings the upstream Subscription in line with the source's config after a create or update: made
- * when missing (or its creation failed before), replaced when its spec changed (the old one
- * deleted, a catch-up owed for the moments between), removed when the config has no subscription
- * any more. An unreachable FHIR server is not the caller's fault: the failure is kept on the
- * subscription (`status: error`, `error`), and the maintenance tick tries again.
+ * when missing (or its creation failed before, or the feed was switched off), replaced when its
+ * spec changed (the old one deleted, a catch-up owed for the moments between), deleted when the
+ * feed is switched off (`switchOff`), removed with its state when the config has no subscription
+ * any more. A Subscription already as the config wants it is left alone. An unreachable FHIR server
+ * is not the caller's fault: the failure is kept on the subscription (`status: error`, `error`),
+ * and the maintenance tick tries again. Answers whether a new Subscription was made that owes a
+ * catch-up (the caller may start it at once).
  */
-export async function reconcileSubscription(ctx: ServiceContext, sourceId: number): Promise<void> {
+export async function reconcileSubscription(ctx: ServiceContext, sourceId: number): Promise<boolean> {
   const [source] = await ctx.db.select().from(dataSources).where(eq(dataSources.id, sourceId))
-  if (!source) return
+  if (!source) return false
   const config = await subscribedConfig(ctx, source as DataSourceRow)
   const row = await subscriptionOf(ctx, sourceId)
   if (!config) {
     if (row) await removeSubscription(ctx, source as DataSourceRow)
-    return
+    return false
+  }
+  if (!switchedOn(config.subscription)) {
+    await switchOff(ctx, source as DataSourceRow, config, row)
+    return false
   }
   const spec = subscriptionSpec(config.baseUrl, config.subscription)
-  if (row && row.spec === spec && row.upstreamId !== null) return
+  if (row && row.spec === spec && row.upstreamId !== null) return false
   if (row?.upstreamId) await deleteUpstream(ctx, source as DataSourceRow, row.upstreamId, config)
-  await createUpstream(ctx, source as DataSourceRow, config, row)
+  const made = await createUpstream(ctx, source as DataSourceRow, config, row)
+  return made.catchUpFrom !== null
 }
+
+/**
+ * The live feed switched off: the upstream Subscription is deleted (best effort, as on source
+ * delete) and the state row stays with status `off` and no upstream id, keeping its token (which
+ * the receiver now refuses) and its catch-up point (`caughtUpAt`, `catchUpFrom`), from which the
+ * catch-up of the next switch on searches. A source created switched off gets its row now, its
+ * catch-up point before the initial sync. A feed already off is left as it is.
+ */
+async function switchOff(
+  ctx: ServiceContext,
+  source: DataSourceRow,
+  config: FhirConfig & { subscription: SubscriptionConfig },
+  row: SubscriptionRow | undefined,
+): Promise<void> {
+  const now = isoNow(ctx.clock)
+  if (!row) {
+    const { values } = await freshChannel(ctx, source, config)
+    await ctx.db
+      .insert(fhirSourceSubscriptions)
+      .values({ dataSourceId: source.id, ...values, status: SWITCHED_OFF, createdAt: now })
+      .onConflictDoNothing()
+    return
+  }
+  if (row.upstreamId === null && row.status === SWITCHED_OFF && row.error === null) return
+  if (row.upstreamId) await deleteUpstream(ctx, source, row.upstreamId, config)
+  await ctx.db
+    .update(fhirSourceSubscriptions)
+    .set({ upstreamId: null, status: SWITCHED_OFF, error: null, updatedAt: now })
+    .where(eq(fhirSourceSubscriptions.dataSourceId, source.id))
+}
+
+/** The 409 of a notification to a source whose live feed is switched off: nothing changes. */
+export const switchedOffConflict = () =>
+  conflict(
+    'The live feed of this data source is switched off (config.subscription.enabled is false): its notifications are refused until it is switched on',
+  )
 
 /**
  * Deletes the upstream Subscription (best effort: a server that cannot be reached is logged, the
@@ -122,27 +181,8 @@ export async function createUpstream(
   config: FhirConfig & { subscription: SubscriptionConfig },
   previous?: SubscriptionRow,
 ): Promise<SubscriptionRow> {
-  const token = randomToken()
-  const secret = randomToken()
   const now = isoNow(ctx.clock)
-  const values = {
-    tenantId: source.tenantId,
-    tokenHash: await sha256Hex(token),
-    token: await ctx.secrets.encrypt(token),
-    secret: await ctx.secrets.encrypt(secret),
-    spec: subscriptionSpec(config.baseUrl, config.subscription),
-    upstreamId: null,
-    status: 'requested',
-    error: null,
-    eventsSinceStart: 0,
-    lastNotificationAt: null,
-    caughtUpAt: previous?.caughtUpAt ?? now,
-    // A replaced Subscription may have missed changes while none was registered.
-    catchUpFrom: previous ? (previous.catchUpFrom ?? previous.caughtUpAt) : null,
-    lastClaim: null,
-    checkedAt: now,
-    updatedAt: now,
-  }
+  const { token, secret, values } = await freshChannel(ctx, source, config, previous)
   await ctx.db
     .insert(fhirSourceSubscriptions)
     .values({ dataSourceId: source.id, ...values, createdAt: now })
@@ -177,6 +217,40 @@ export async function createUpstream(
     .where(eq(fhirSourceSubscriptions.dataSourceId, source.id))
     .returning()
   return stored as SubscriptionRow
+}
+
+/**
+ * The state of a new channel: a fresh token and channel secret (256 random bits each, stored
+ * encrypted), counters from zero; the catch-up point of `previous` kept, and a catch-up owed from
+ * it (a replaced or switched-off Subscription may have missed changes while none was registered).
+ */
+async function freshChannel(
+  ctx: ServiceContext,
+  source: DataSourceRow,
+  config: FhirConfig & { subscription: SubscriptionConfig },
+  previous?: SubscriptionRow,
+) {
+  const token = randomToken()
+  const secret = randomToken()
+  const now = isoNow(ctx.clock)
+  const values = {
+    tenantId: source.tenantId,
+    tokenHash: await sha256Hex(token),
+    token: await ctx.secrets.encrypt(token),
+    secret: await ctx.secrets.encrypt(secret),
+    spec: subscriptionSpec(config.baseUrl, config.subscription),
+    upstreamId: null,
+    status: 'requested',
+    error: null,
+    eventsSinceStart: 0,
+    lastNotificationAt: null,
+    caughtUpAt: previous?.caughtUpAt ?? now,
+    catchUpFrom: previous ? (previous.catchUpFrom ?? previous.caughtUpAt) : null,
+    lastClaim: null,
+    checkedAt: now,
+    updatedAt: now,
+  }
+  return { token, secret, values }
 }
 
 /** DELETE of an upstream Subscription; a 404 or 410 is fine (already gone), other failures are logged. */
@@ -260,7 +334,8 @@ function pushConnectorContext(ctx: ServiceContext, source: DataSourceRow): Conne
 export async function checkUpstream(ctx: ServiceContext, source: DataSourceRow): Promise<boolean> {
   const config = await subscribedConfig(ctx, source)
   const row = await subscriptionOf(ctx, source.id)
-  if (!config || !row) return false
+  // A feed switched off has nothing upstream to read, and is not made again.
+  if (!config || !row || !switchedOn(config.subscription)) return false
   // One check at a time (instances, a tick and a receiver): the check claims the row by its last check.
   const claimed = await ctx.db
     .update(fhirSourceSubscriptions)

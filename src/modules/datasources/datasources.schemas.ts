@@ -20,7 +20,11 @@ export const SubscriptionStatus = z
       .string()
       .nullable()
       .openapi({ description: "The upstream Subscription's id; null while none could be made", example: '8512' }),
-    status: z.string().openapi({ description: 'Its status: requested, active, error, off', example: 'active' }),
+    status: z.string().openapi({
+      description:
+        'Its status: requested, active, error, off. `off` with id null: the live feed is switched off (`config.subscription.enabled: false`); with an id: the server reports it off (the maintenance tick makes it again)',
+      example: 'active',
+    }),
     eventsSinceStart: z.number().int().openapi({ description: 'The highest events-since-subscription-start seen', example: 42 }),
     lastNotificationAt: Timestamp.nullable(),
     error: z.string().optional().openapi({ description: 'Why the Subscription could not be made or reached' }),

@@ -192,8 +192,10 @@ export async function updateDataSource(
       message: `Data source ${id} (${type}) was updated (${Object.keys(diff).join(', ')})`,
     }),
   ])
-  // Its upstream Subscription follows the new config: made, replaced or deleted.
-  await reconcileSubscription(ctx, id)
+  // Its upstream Subscription follows the new config: made, replaced, deleted (the subscription
+  // removed or switched off) or left as it is. One made anew owes a catch-up of the moments none
+  // was registered (a feed switched on again): it runs now rather than at the handshake or tick.
+  if (await reconcileSubscription(ctx, id)) startCatchUp(ctx, id)
   return dto(ctx, row as DataSourceRow)
 }
 

@@ -22,7 +22,7 @@ const notifyRoute = createRoute({
   tags: ['Data sources'],
   summary: "Receive a FHIR Subscription notification for a fhir source's live rows",
   description:
-    'The channel endpoint the service registers in the upstream Subscription of a `fhir` source with `config.subscription`. No bearer token of ours: the unguessable `{token}` names the source, and the `Authorization` header must be the channel header the Subscription was made with; either wrong or missing is a 401 and nothing changes. A backport `history` Bundle (handshake, heartbeat, event-notification) or, for classic criteria, an empty body or a resource; classic senders may also `PUT` or `POST` to `/fhir-notify/{token}/{type}/{id}`. At most 8 MiB.',
+    'The channel endpoint the service registers in the upstream Subscription of a `fhir` source with `config.subscription`. No bearer token of ours: the unguessable `{token}` names the source, and the `Authorization` header must be the channel header the Subscription was made with; either wrong or missing is a 401 and nothing changes. While the feed of the source is switched off (`config.subscription.enabled: false`) a notification with the right token and header is a 409, and nothing changes. A backport `history` Bundle (handshake, heartbeat, event-notification) or, for classic criteria, an empty body or a resource; classic senders may also `PUT` or `POST` to `/fhir-notify/{token}/{type}/{id}`. At most 8 MiB.',
   request: {
     params: z.object({
       token: z.string().openapi({ param: { name: 'token', in: 'path' }, example: 'k3J9…' } as never),
@@ -39,6 +39,7 @@ const notifyRoute = createRoute({
     200: { description: 'Acknowledged (and applied)', content: { 'application/json': { schema: Receipt } } },
     400: error('Not a notification the service can read'),
     401: error('Wrong or missing token or channel header (nothing changed)'),
+    409: error("The source's live feed is switched off (`config.subscription.enabled: false`; nothing changed)"),
     413: error('Body larger than 8 MiB'),
   },
 })
