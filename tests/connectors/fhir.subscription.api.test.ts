@@ -285,6 +285,29 @@ describe('fhir sources in subscription mode', () => {
     expect((await t.client.execute('SELECT count(*) AS n FROM fhir_source_subscriptions')).rows[0].n).toBe(0)
   })
 
+  it('moving the source to another server deletes the Subscription on the old one, with the old credentials', async () => {
+    const other = await startSubscriptionServer({ token: 'other-server-token' })
+    try {
+      const created = await handshaken()
+      expect(fx.subscriptions.size).toBe(1)
+      const moved = {
+        ...created.body.config,
+        baseUrl: other.baseUrl,
+        authentication: { type: 'bearer', token: 'other-server-token' },
+      }
+      expect((await alice.put(`/api/datasources/${created.body.id}`, { config: moved })).status).toBe(200)
+      // The old server accepts only its own token: the DELETE reached it with the credentials the Subscription was made with.
+      expect(fx.subscriptions.size).toBe(0)
+      expect(other.subscriptions.size).toBe(1)
+      // Switched off there: the new server's Subscription goes, with the new server's credentials.
+      const off = { ...moved, subscription: { ...moved.subscription, enabled: false } }
+      expect((await alice.put(`/api/datasources/${created.body.id}`, { config: off })).status).toBe(200)
+      expect(other.subscriptions.size).toBe(0)
+    } finally {
+      await other.close()
+    }
+  })
+
   it("deleting the panel deletes its live sources' Subscriptions at the next tick: the old URL answers 401", async () => {
     await handshaken()
     const first = fx.only()

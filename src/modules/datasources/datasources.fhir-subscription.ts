@@ -99,22 +99,25 @@ export async function subscriptionStatusOf(
  * and the maintenance tick tries again. Answers whether a new Subscription was made that owes a
  * catch-up (the caller may start it at once).
  */
-export async function reconcileSubscription(ctx: ServiceContext, sourceId: number): Promise<boolean> {
+export async function reconcileSubscription(ctx: ServiceContext, sourceId: number, before?: DataSourceRow): Promise<boolean> {
   const [source] = await ctx.db.select().from(dataSources).where(eq(dataSources.id, sourceId))
   if (!source) return false
   const config = await subscribedConfig(ctx, source as DataSourceRow)
   const row = await subscriptionOf(ctx, sourceId)
+  // The Subscription there is goes to the server it was made on, with that server's credentials:
+  // those of the source as it was before an update (its base URL or authentication may have changed).
+  const madeBy = before ?? (source as DataSourceRow)
   if (!config) {
-    if (row) await removeSubscription(ctx, source as DataSourceRow)
+    if (row) await removeSubscription(ctx, madeBy)
     return false
   }
   if (!switchedOn(config.subscription)) {
-    await switchOff(ctx, source as DataSourceRow, config, row)
+    await switchOff(ctx, source as DataSourceRow, config, row, await upstreamConfigOf(ctx, madeBy, config))
     return false
   }
   const spec = subscriptionSpec(config.baseUrl, config.subscription)
   if (row && row.spec === spec && row.upstreamId !== null) return false
-  if (row?.upstreamId) await deleteUpstream(ctx, source as DataSourceRow, row.upstreamId, config)
+  if (row?.upstreamId) await deleteUpstream(ctx, madeBy, row.upstreamId, await upstreamConfigOf(ctx, madeBy, config))
   const made = await createUpstream(ctx, source as DataSourceRow, config, row)
   return made.catchUpFrom !== null
 }
@@ -131,6 +134,7 @@ async function switchOff(
   source: DataSourceRow,
   config: FhirConfig & { subscription: SubscriptionConfig },
   row: SubscriptionRow | undefined,
+  upstream: FhirConfig,
 ): Promise<void> {
   const now = isoNow(ctx.clock)
   if (!row) {
@@ -142,11 +146,18 @@ async function switchOff(
     return
   }
   if (row.upstreamId === null && row.status === SWITCHED_OFF && row.error === null) return
-  if (row.upstreamId) await deleteUpstream(ctx, source, row.upstreamId, config)
+  if (row.upstreamId) await deleteUpstream(ctx, source, row.upstreamId, upstream)
   await ctx.db
     .update(fhirSourceSubscriptions)
     .set({ upstreamId: null, status: SWITCHED_OFF, error: null, updatedAt: now })
     .where(eq(fhirSourceSubscriptions.dataSourceId, source.id))
+}
+
+/** The fhir config of `source` as it was when its Subscription was made (`fallback` when it cannot be read). */
+async function upstreamConfigOf(ctx: ServiceContext, source: DataSourceRow, fallback: FhirConfig): Promise<FhirConfig> {
+  if (source.type !== 'fhir') return fallback
+  const parsed = FhirConfig.safeParse(await unsealConfig(ctx.secrets, source.config))
+  return parsed.success ? parsed.data : fallback
 }
 
 /** The 409 of a notification to a source whose live feed is switched off: nothing changes. */

@@ -195,7 +195,7 @@ export async function updateDataSource(
   // Its upstream Subscription follows the new config: made, replaced, deleted (the subscription
   // removed or switched off) or left as it is. One made anew owes a catch-up of the moments none
   // was registered (a feed switched on again): it runs now rather than at the handshake or tick.
-  if (await reconcileSubscription(ctx, id)) startCatchUp(ctx, id)
+  if (await reconcileSubscription(ctx, id, before)) startCatchUp(ctx, id)
   return dto(ctx, row as DataSourceRow)
 }
 
