@@ -43,8 +43,15 @@ export function formatDate(ms: number, hasTime: boolean): string {
   return d.toISOString()
 }
 
+const MONTH_DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
+
+/** Days of a month of the UTC (proleptic Gregorian) calendar; `monthIndex` 0–11, or any month counted from `year`'s January. */
 export function daysInMonth(year: number, monthIndex: number): number {
-  return new Date(Date.UTC(year, monthIndex + 1, 0)).getUTCDate()
+  if (!Number.isInteger(monthIndex) || monthIndex < 0 || monthIndex > 11) {
+    return new Date(Date.UTC(year, monthIndex + 1, 0)).getUTCDate()
+  }
+  if (monthIndex !== 1) return MONTH_DAYS[monthIndex]
+  return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28
 }
 
 /** Adds whole months, clamping the day to the target month's end (Excel EDATE). */
@@ -68,8 +75,12 @@ export function monthsBetween(a: number, b: number): number {
   const da = new Date(a)
   const db = new Date(b)
   const months = (db.getUTCFullYear() - da.getUTCFullYear()) * 12 + db.getUTCMonth() - da.getUTCMonth()
-  const within = (d: Date) => d.getTime() - Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)
-  return within(db) < within(da) ? months - 1 : months
+  return intoMonth(db) < intoMonth(da) ? months - 1 : months
+}
+
+/** Milliseconds from the start of a date's UTC month to the date. */
+function intoMonth(d: Date): number {
+  return d.getTime() - Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1)
 }
 
 /** Start of the UTC day. */

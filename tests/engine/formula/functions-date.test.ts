@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { code, value } from './helpers.ts'
+import { daysInMonth } from '../../../src/engine/formula/dates.ts'
+import { code, run, value } from './helpers.ts'
 
 describe('date functions (UTC, fixed clock 2024-03-15T10:30:00Z)', () => {
   it('read the clock', () => {
@@ -7,6 +8,35 @@ describe('date functions (UTC, fixed clock 2024-03-15T10:30:00Z)', () => {
     expect(value('NOW()')).toBe('2024-03-15T10:30:00.000Z')
     expect(value('AGE("1980-03-16")')).toBe(43)
     expect(value('AGE("1980-03-15")')).toBe(44)
+    // Without `at`, the age at the clock's instant: the same as at NOW() spelt out, a birth date with a time included.
+    for (const birth of [
+      '1980-03-15T10:29:59Z',
+      '1980-03-15T10:30:01Z',
+      '2024-03-15',
+      '2024-03-16',
+      '1999-12-31T23:00:00-03:00',
+    ]) {
+      expect(run(`AGE("${birth}")`)).toEqual(run(`AGE("${birth}", NOW())`))
+    }
+    expect(code('AGE("2024-03-16")')).toBe('NUM')
+    expect(code('AGE("not a date")')).toBe('VALUE')
+  })
+
+  it('know the length of every month (leap years by the Gregorian rules)', () => {
+    expect(value('DAY(EOMONTH("2024-02-10", 0))')).toBe(29)
+    expect(value('DAY(EOMONTH("2023-02-10", 0))')).toBe(28)
+    expect(value('DAY(EOMONTH("2000-02-10", 0))')).toBe(29)
+    expect(value('DAY(EOMONTH("2100-02-10", 0))')).toBe(28)
+    expect(code('YEAR("1900-02-29")')).toBe('VALUE')
+    expect(value('YEAR("2000-02-29")')).toBe(2000)
+    for (let month = 0; month < 12; month++) {
+      for (const year of [1900, 1999, 2000, 2023, 2024, 2100, 2400]) {
+        expect(daysInMonth(year, month), `${year}-${month + 1}`).toBe(new Date(Date.UTC(year, month + 1, 0)).getUTCDate())
+      }
+    }
+    // A month index out of 0–11 counts on from the year's January, as Date.UTC does.
+    expect(daysInMonth(2023, 13)).toBe(29)
+    expect(daysInMonth(2024, -1)).toBe(31)
   })
 
   it('build and take apart dates, rolling over like Excel', () => {

@@ -5,7 +5,7 @@
 
 import { addMonths, DAY_MS, formatDate, formatWith, parseDate, parseWith, startOfDay } from '../dates.ts'
 import { fail } from '../errors.ts'
-import { toNumber, toText, type Value } from '../values.ts'
+import { toDate, toNumber, toText, type Value } from '../values.ts'
 import { DATE, withDates } from './date-args.ts'
 import { addUnits, datedif, isTimeUnit, unitOf, unitsBetween } from './date-units.ts'
 import { category } from './types.ts'
@@ -168,8 +168,12 @@ export const dateFunctions = category('date', [
     ],
     returns: 'number',
     examples: [['AGE("1980-05-20", "2024-05-20")', 44, 'On the birthday']],
-    call: ([b, at], ctx) =>
-      withDates([b, at === undefined ? formatDate(ctx.now().getTime(), true) : at], (x, y) => datedif(x.ms, y.ms, 'Y')),
+    call: ([b, at], ctx) => {
+      if (at !== undefined) return withDates([b, at], (x, y) => datedif(x.ms, y.ms, 'Y'))
+      // At the evaluation's instant, read as is: no text made of it and parsed again for every row.
+      const birth = toDate(b)
+      return birth === null ? null : datedif(birth.ms, ctx.now().getTime(), 'Y')
+    },
   },
   {
     name: 'DATETIME_FORMAT',
