@@ -4,6 +4,7 @@ import { rowsAffected, runBatch } from '../db/client.ts'
 import { panels } from '../db/schema.ts'
 import type { Deps } from '../deps.ts'
 import { type CellError, type MaterialisedRow, rematerialise } from '../engine/cells/materialise.ts'
+import { sameJson } from '../lib/same-json.ts'
 import { nextTurn } from '../lib/turn.ts'
 import type { LiveBus } from '../live/bus.ts'
 import { type ReadRow, type RowsTarget, rebuildRecords, recordRowsQuery, storedRowsOf } from './expand.ts'
@@ -177,8 +178,9 @@ interface PageRow {
   id: number
   data_source_id: number
   keyed: boolean
-  cells: string | null
-  errors: string | null
+  /** The stored cells and errors, parsed (null when none are stored). */
+  cells: unknown
+  errors: unknown
   kept: boolean
   /** The record's data, when read with the row (no trusted plan: every row is materialised again). */
   data?: string
@@ -197,11 +199,24 @@ async function readPage(
   { tenantId, panelId, after, trusted }: { tenantId: string; panelId: number; after: number; trusted: string },
 ): Promise<PageRow[]> {
   if (trusted === '[]') {
-    const rows = await db.all<Omit<PageRow, 'keyed' | 'kept'> & { record_key: string | null; data: string }>(sql`
+    const rows = await db.all<{
+      id: number
+      data_source_id: number
+      record_key: string | null
+      cells: string | null
+      errors: string | null
+      data: string
+    }>(sql`
       SELECT id, data_source_id, record_key, cells, errors, data FROM records
       WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} AND id > ${after}
       ORDER BY id LIMIT ${RECOMPUTE_BATCH}`)
-    return rows.map((r) => ({ ...r, keyed: r.record_key !== null, kept: false }))
+    return rows.map((r) => ({
+      ...r,
+      cells: JSON.parse(r.cells ?? 'null'),
+      errors: JSON.parse(r.errors ?? 'null'),
+      keyed: r.record_key !== null,
+      kept: false,
+    }))
   }
   const groups = await db.all<{ rows: string }>(sql`
     SELECT json_group_array(json_array(id, data_source_id, record_key IS NOT NULL, cells, errors,
@@ -220,7 +235,9 @@ async function readPage(
       string | null,
       number,
     ][]) {
-      rows.push({ id, data_source_id: source, keyed: keyed === 1, cells, errors, kept: kept === 1 })
+      // Texts inside the JSON, parsed here once: SQLite's json() would parse each twice on its side.
+      const parsed = { cells: JSON.parse(cells ?? 'null') as unknown, errors: JSON.parse(errors ?? 'null') as unknown }
+      rows.push({ id, data_source_id: source, keyed: keyed === 1, ...parsed, kept: kept === 1 })
     }
   }
   return rows.sort((a, b) => a.id - b.id)
@@ -246,18 +263,16 @@ async function changedRows(db: Deps['db'], tenantId: string, plan: PanelPlan, ba
   const changed: [number, Record<string, unknown>, CellError[] | null][] = []
   for (const [i, r] of batch.entries()) {
     const row = rows[i] as MaterialisedRow
-    const cells = JSON.stringify(row.cells)
-    const errors = row.errors.length > 0 ? JSON.stringify(row.errors) : null
-    if (cells !== r.cells || errors !== r.errors) changed.push([r.id, row.cells, row.errors.length > 0 ? row.errors : null])
+    const errors = row.errors.length > 0 ? row.errors : null
+    if (!sameJson(row.cells, r.cells) || !sameJson(errors, r.errors)) changed.push([r.id, row.cells, errors])
   }
   return changed
 }
 
 /** A row from its stored cells (engine/cells `rematerialise`); undefined when they do not allow it. */
 function kept(plan: PanelPlan, r: PageRow, at: Date): MaterialisedRow | undefined {
-  const cells = JSON.parse(r.cells ?? 'null') as unknown
+  const { cells, errors } = r
   if (typeof cells !== 'object' || cells === null || Array.isArray(cells)) return undefined
-  const errors = r.errors === null ? null : (JSON.parse(r.errors) as unknown)
   if (errors !== null && !Array.isArray(errors)) return undefined
   return rematerialise(plan.plan, { cells: cells as Record<string, unknown>, errors: errors as CellError[] | null }, at)
 }
