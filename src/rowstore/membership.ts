@@ -170,15 +170,28 @@ export const writeToken = () => crypto.randomUUID()
  * a view wider than a `json_object` call takes is built from the shape instead (`shapedRowJson`).
  */
 function rowJson(view: Pick<MemberView, 'shape' | 'clock'>, now: string): SQL {
+  // A view that shows no virtual column has the same expression at any time: one SQL text, made
+  // once per shape (a write's batches each build their statements again).
+  const plain = plainRowJson.get(view.shape)
+  if (plain !== undefined) return sql.raw(plain)
   const shape = JSON.parse(view.shape) as [string, string | number][]
   if (shape.length > MAX_OBJECT_PAIRS) return shapedRowJson(view, now)
+  const stored = (id: string | number) =>
+    typeof id === 'number' ? `r.cells -> ${cellPath(id)}` : Object.hasOwn(STORED_FIELDS, id) ? STORED_FIELDS[id] : undefined
+  if (shape.every(([, id]) => stored(id) !== undefined)) {
+    const object = (errors: boolean) =>
+      `json_object(${shape
+        .filter(([, id]) => errors || id !== '_errors')
+        .map(([name, id]) => `${textLiteralText(name)}, ${stored(id)}`)
+        .join(', ')})`
+    const text = `(CASE WHEN r.errors IS NULL THEN ${object(false)} ELSE ${object(true)} END)`
+    if (plainRowJson.size >= 1000) plainRowJson.clear()
+    plainRowJson.set(view.shape, text)
+    return sql.raw(text)
+  }
   const value = (id: string | number): SQL => {
-    if (typeof id === 'number') return sql.raw(`r.cells -> ${cellPath(id)}`)
-    if (id === '_id') return sql.raw('r.row_id')
-    if (id === '_key') return sql.raw('r.key')
-    if (id === '_source') return sql.raw('r.data_source_id')
-    if (id === '_errors') return sql.raw('json(r.errors)')
-    return virtualJson(id, view, now)
+    const field = stored(id)
+    return field !== undefined ? sql.raw(field) : virtualJson(id as string, view, now)
   }
   const object = (errors: boolean) =>
     sql`json_object(${sql.join(
@@ -187,6 +200,17 @@ function rowJson(view: Pick<MemberView, 'shape' | 'clock'>, now: string): SQL {
     )})`
   return sql`(CASE WHEN r.errors IS NULL THEN ${object(false)} ELSE ${object(true)} END)`
 }
+
+/** The row's own fields a shape may name, as SQL over `r`. */
+const STORED_FIELDS: Record<string, string> = {
+  _id: 'r.row_id',
+  _key: 'r.key',
+  _source: 'r.data_source_id',
+  _errors: 'json(r.errors)',
+}
+
+/** `rowJson`'s text of shapes without virtual columns, by shape. */
+const plainRowJson = new Map<string, string>()
 
 /** Name/value pairs a `json_object` call is given at most (SQLite's default limit is 127 arguments). */
 const MAX_OBJECT_PAIRS = 60
@@ -212,8 +236,12 @@ function virtualJson(name: string, view: Pick<MemberView, 'clock'>, now: string)
 
 /** A text as an SQL literal that cannot break out of itself: its UTF-8 bytes in hex, cast to text. */
 function textLiteral(text: string): SQL {
+  return sql.raw(textLiteralText(text))
+}
+
+function textLiteralText(text: string): string {
   const hex = Array.from(new TextEncoder().encode(text), (b) => b.toString(16).padStart(2, '0')).join('')
-  return sql.raw(`CAST(X'${hex}' AS TEXT)`)
+  return `CAST(X'${hex}' AS TEXT)`
 }
 
 /** The record of an identity in its source's current generation, in the view's panel. */
@@ -228,9 +256,11 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
   const where = view.whereAt(write.at)
   const order = view.orderAt(write.at) ?? NO_ORDER
   return [
-    // Each row built and compared once (MATERIALIZED), whatever the planner would inline.
     // Each row built and compared once (MATERIALIZED), whatever the planner would inline; its sort
     // values read once (x), its order keys computed from them (k; constants for an unsorted view).
+    // Rows are built by one expression (rowJson), so the same row is the same text: a row whose
+    // identity (`_id`) did not change is compared as text, and only a re-identified one without
+    // its `_id` (parsed twice).
     sql`WITH x AS MATERIALIZED (
         SELECT r.row_id AS id, r.data_source_id, r.key, ${rowJson(view, write.at)} AS row, m.row AS member_row, m.row_id AS member_id,
           ${sql.raw(
@@ -261,7 +291,8 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
             ),
           )} AS rekeyed,
           CASE WHEN k.member_row IS NULL THEN 'entered'
-               WHEN json_remove(k.member_row, '$._id') IS NOT json_remove(k.row, '$._id') THEN 'updated'
+               WHEN k.member_row IS NOT k.row
+                 AND (k.member_id IS k.id OR json_remove(k.member_row, '$._id') IS NOT json_remove(k.row, '$._id')) THEN 'updated'
                WHEN k.member_id IS NOT k.id OR ${sql.raw(
                  memberKeysDiffer(
                    (c) => `k.${c}`,
@@ -285,7 +316,9 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
 /**
  * `row.entered`, `row.updated`, `row.left`, view by view, in a stable order. A `row.updated` is
  * stored with the row as the view showed it before (`previous`); readers answer it as `changed`
- * (src/rowstore/event-json.ts), so the write copies one text instead of diffing every column.
+ * (src/rowstore/event-json.ts), so the write copies one text instead of diffing every column. The
+ * rows are JSON texts the membership step built (rowJson), so the event's JSON is put together
+ * around them as they are, not parsed and written again.
  */
 function rowEventStatements(write: RowWrite): SQL[] {
   return appendEventsFrom(
@@ -293,8 +326,8 @@ function rowEventStatements(write: RowWrite): SQL[] {
     sql`SELECT printf('%012d|%d|%012d|%s', p.view_id, CASE p.kind WHEN 'left' THEN 0 WHEN 'entered' THEN 1 ELSE 2 END,
           p.data_source_id, p.key) AS ord,
         'row.' || p.kind AS type, ${write.panelId} AS panel_id, p.view_id AS view_id, p.data_source_id AS data_source_id,
-        CASE p.kind WHEN 'updated' THEN json_object('rowId', p.row_id, 'key', p.key, 'row', json(p.row), 'previous', json(m.row))
-          ELSE json_object('rowId', p.row_id, 'key', p.key, 'row', json(p.row)) END AS data
+        '{"rowId":' || ifnull(p.row_id, 'null') || ',"key":' || json_quote(p.key) || ',"row":' || ifnull(p.row, 'null')
+          || CASE p.kind WHEN 'updated' THEN ',"previous":' || ifnull(m.row, 'null') ELSE '' END || '}' AS data
       FROM pending_changes p
       LEFT JOIN view_members m ON p.kind = 'updated' AND m.view_id = p.view_id AND m.data_source_id = p.data_source_id AND m.key = p.key
       WHERE p.token = ${write.token} AND p.view_id <> 0 AND p.kind IN ('entered', 'updated', 'left')`,
