@@ -15,6 +15,7 @@ import {
 } from './query/member-order.ts'
 import { summaryNames, summaryValueColumns } from './query/member-summary.ts'
 import { VIRTUAL_NAMES, virtualColumn, virtualSql } from './query/virtual.ts'
+import { fillTemplate, makeTemplate, type StatementTemplate } from './statement-template.ts'
 
 /**
  * View membership as data (LIVE.md; docs/live.md "Membership"). `view_members` holds, per view,
@@ -55,6 +56,59 @@ export interface RowWrite {
  * the notices and the new membership; last, the scratch rows go.
  */
 export function membershipStatements(membership: PanelMembership, write: RowWrite): { before: SQL[]; after: SQL[] } {
+  const template = movesTemplate(membership, write)
+  if (template) return { before: [], after: fillTemplate(template, write) }
+  return buildMembershipStatements(membership, write)
+}
+
+/** The values of a write that vary from batch to batch: the slots of its membership step's template. */
+type WriteSlot = 'token' | 'at' | 'eventKey' | 'actorId'
+
+/** Two sets of marker values (the times valid and distinct, in case any were read as times). */
+const WRITE_MARKERS: [Record<WriteSlot, string>, Record<WriteSlot, string>] = [
+  { token: '\u0001token-a', at: '2001-01-01T01:01:01.001Z', eventKey: '\u0001key-a', actorId: '\u0001actor-a' },
+  { token: '\u0001token-b', at: '2002-02-02T02:02:02.002Z', eventKey: '\u0001key-b', actorId: '\u0001actor-b' },
+]
+
+/** The templates of the membership steps made with one loaded membership, by what else they depend on. */
+const movesTemplates = new WeakMap<PanelMembership, Map<string, StatementTemplate<WriteSlot> | null>>()
+
+/**
+ * The membership step of a write that only moves views (each evaluated under its current key), as
+ * a template (statement-template.ts) made once per loaded membership and kind of write: the
+ * batches of a sync or a recompute then fill it in instead of building it again. Views that read
+ * work state or time (their SQL is made from the write's time) always build afresh.
+ */
+function movesTemplate(membership: PanelMembership, write: RowWrite): StatementTemplate<WriteSlot> | undefined {
+  const { views } = membership
+  if (views.some((v) => v.where && (v.storedKey !== v.key || v.readsWork || v.readsTime))) return undefined
+  const key = JSON.stringify([
+    write.tenantId,
+    write.panelId,
+    write.cause,
+    write.dataSourceId ?? null,
+    views.map((v) => [v.id, v.key, v.storedKey, v.where !== null]),
+  ])
+  let byKey = movesTemplates.get(membership)
+  if (!byKey) {
+    byKey = new Map()
+    movesTemplates.set(membership, byKey)
+  }
+  let template = byKey.get(key)
+  if (template === undefined) {
+    template =
+      makeTemplate((marks) => {
+        const built = buildMembershipStatements(membership, { ...write, ...marks })
+        if (built.before.length > 0) throw new Error('not a move')
+        return built.after
+      }, WRITE_MARKERS) ?? null
+    if (byKey.size >= 20) byKey.clear()
+    byKey.set(key, template)
+  }
+  return template ?? undefined
+}
+
+function buildMembershipStatements(membership: PanelMembership, write: RowWrite): { before: SQL[]; after: SQL[] } {
   const before: SQL[] = []
   const after: SQL[] = []
   const changed: SQL[] = []
