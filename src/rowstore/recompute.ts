@@ -218,29 +218,54 @@ async function readPage(
       kept: false,
     }))
   }
-  const groups = await db.all<{ rows: string }>(sql`
-    SELECT json_group_array(json_array(id, data_source_id, record_key IS NOT NULL, cells, errors,
-        cells IS NOT NULL AND cells_version IN (SELECT value FROM json_each(${trusted})))) AS rows
-    FROM (SELECT *, (row_number() OVER (ORDER BY id) - 1) / ${sql.raw(String(PAGE_GROUP))} AS part
-      FROM (SELECT id, data_source_id, record_key, cells, errors, cells_version FROM records
-        WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} AND id > ${after} ORDER BY id LIMIT ${RECOMPUTE_BATCH}))
-    GROUP BY part`)
+  // Groups of at most PAGE_GROUP rows by id (fewer where ids of other panels lie between): no
+  // window over the page to number its rows.
+  const page = (rows: SQL) => sql`
+    SELECT ${rows} AS rows
+    FROM (SELECT id, data_source_id, record_key, cells, errors, cells_version FROM records
+      WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} AND id > ${after} ORDER BY id LIMIT ${RECOMPUTE_BATCH})
+    GROUP BY id / ${sql.raw(String(PAGE_GROUP))}`
+  const trustedCells = sql`coalesce(cells IS NOT NULL AND cells_version IN (SELECT value FROM json_each(${trusted})), 0)`
+  // Stored cells and errors are JSON texts: each row is written as a JSON array around them as they
+  // are, so one parse gives the cells, with nothing escaped on one side and unescaped on the other.
+  const groups = await db.all<{ rows: string }>(
+    page(sql`'[' || group_concat(printf('[%d,%d,%d,%d,%s,%s]', id, data_source_id, record_key IS NOT NULL, ${trustedCells},
+      ifnull(errors, 'null'), ifnull(cells, 'null')), ',') || ']'`),
+  )
+  let parsed: [number, number, number, number, unknown, unknown][][]
+  try {
+    parsed = groups.map((g) => JSON.parse(g.rows))
+  } catch {
+    // A stored text that is not JSON (written by hand): the rows are read with their texts quoted.
+    const quoted = await db.all<{ rows: string }>(
+      page(sql`json_group_array(json_array(id, data_source_id, record_key IS NOT NULL, ${trustedCells}, errors, cells))`),
+    )
+    parsed = quoted.map((g) =>
+      (JSON.parse(g.rows) as [number, number, number, number, string | null, string | null][]).map(
+        ([id, source, keyed, isKept, errors, cells]) => {
+          const [e, c] = [parsedText(errors), parsedText(cells)]
+          // A row whose stored texts do not parse is materialised again from its record.
+          return [id, source, keyed, e.ok && c.ok ? isKept : 0, e.value, c.value]
+        },
+      ),
+    )
+  }
   const rows: PageRow[] = []
-  for (const group of groups) {
-    for (const [id, source, keyed, cells, errors, kept] of JSON.parse(group.rows) as [
-      number,
-      number,
-      number,
-      string | null,
-      string | null,
-      number,
-    ][]) {
-      // Texts inside the JSON, parsed here once: SQLite's json() would parse each twice on its side.
-      const parsed = { cells: JSON.parse(cells ?? 'null') as unknown, errors: JSON.parse(errors ?? 'null') as unknown }
-      rows.push({ id, data_source_id: source, keyed: keyed === 1, ...parsed, kept: kept === 1 })
+  for (const group of parsed) {
+    for (const [id, source, keyed, isKept, errors, cells] of group) {
+      rows.push({ id, data_source_id: source, keyed: keyed === 1, cells, errors, kept: isKept === 1 })
     }
   }
   return rows.sort((a, b) => a.id - b.id)
+}
+
+/** A stored JSON text parsed (null for none); `ok` false when it is not JSON. */
+function parsedText(text: string | null): { ok: boolean; value: unknown } {
+  try {
+    return { ok: true, value: JSON.parse(text ?? 'null') }
+  } catch {
+    return { ok: false, value: null }
+  }
 }
 
 /**
