@@ -146,8 +146,14 @@ describe('recompute of a calculated column', () => {
 describe('recompute of stored texts that are not what the row store writes', () => {
   // (Stored cells that are not JSON cannot be written while the panel's row index reads them.)
   it('recomputes a row whose stored errors are not JSON, and every other row as usual', async () => {
-    await t.client.execute({ sql: `UPDATE records SET errors = '[{"broken' WHERE panel_id = ? AND data ->> 'id' = 'a'`, args: [panelId] })
-    await t.client.execute({ sql: `UPDATE records SET errors = 'not json' WHERE panel_id = ? AND data ->> 'id' = 'd'`, args: [panelId] })
+    await t.client.execute({
+      sql: `UPDATE records SET errors = '[{"broken' WHERE panel_id = ? AND data ->> 'id' = 'a'`,
+      args: [panelId],
+    })
+    await t.client.execute({
+      sql: `UPDATE records SET errors = 'not json' WHERE panel_id = ? AND data ->> 'id' = 'd'`,
+      args: [panelId],
+    })
     await t.client.execute({ sql: `UPDATE records SET cells = NULL WHERE panel_id = ? AND data ->> 'id' = 'b'`, args: [panelId] })
     expect((await alice.put(`/api/columns/${ids.born}`, { formula: 'YEAR({Birth Date}) * 2' })).status).toBe(200)
     const after = await stored()

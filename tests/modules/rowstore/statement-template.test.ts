@@ -13,7 +13,10 @@ const query = (statements: ReturnType<typeof fillTemplate>) => statements.map((s
 describe('statement templates', () => {
   it('fill in to the very statements a fresh build makes', () => {
     const build = (w: { token: string; at: string }) => [
-      sql`INSERT INTO t (a, b, c) SELECT ${w.token}, ${42}, ${'x'} WHERE ${sql`y = ${w.at} AND z IN (${sql.join([1, 2].map((n) => sql`${n}`), sql`, `)})`}`,
+      sql`INSERT INTO t (a, b, c) SELECT ${w.token}, ${42}, ${'x'} WHERE ${sql`y = ${w.at} AND z IN (${sql.join(
+        [1, 2].map((n) => sql`${n}`),
+        sql`, `,
+      )})`}`,
       sql`DELETE FROM t WHERE token = ${w.token}`,
       sql`SELECT 1`,
     ]
@@ -33,7 +36,9 @@ describe('statement templates', () => {
     // callers template only builds that pass their varying values through as they are.
     expect(makeTemplate((w) => [sql`SELECT ${new Date(w.at).getTime() > 0}`], markers)).toBeDefined()
     expect(makeTemplate((w) => [sql.raw(`SELECT '${w.token}'`)], markers)).toBeUndefined()
-    expect(makeTemplate((w) => (w.token.endsWith('a') ? [sql`SELECT 1`] : [sql`SELECT 1`, sql`SELECT 2`]), markers)).toBeUndefined()
+    expect(
+      makeTemplate((w) => (w.token.endsWith('a') ? [sql`SELECT 1`] : [sql`SELECT 1`, sql`SELECT 2`]), markers),
+    ).toBeUndefined()
     expect(
       makeTemplate(() => {
         throw new Error('cannot build')
