@@ -309,6 +309,37 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
   const panel = sql.raw(String(membership.panelId))
   const where = view.whereAt(write.at)
   const order = view.orderAt(write.at) ?? NO_ORDER
+  const left = sql`INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row)
+      SELECT ${write.token}, ${view.id}, m.data_source_id, m.key, 'left', m.row_id, m.row
+      FROM pending_changes c
+      JOIN view_members m ON m.view_id = ${view.id} AND m.data_source_id = c.data_source_id AND m.key = c.key
+      WHERE c.token = ${write.token} AND c.view_id = 0 AND ${unchanged}
+        AND NOT EXISTS (SELECT 1 FROM records r WHERE ${currentRecord('m')} AND r.panel_id = ${panel} AND ${where})`
+  if (order.values.length === 0 && view.summary === null) {
+    // A view that neither sorts its members nor keeps a summary: every member holds the same
+    // constant keys (an entered one gets them), and only a row or its identity moves.
+    return [
+      sql`WITH x AS MATERIALIZED (
+          SELECT r.row_id AS id, r.data_source_id, r.key, ${rowJson(view, write.at)} AS row, m.row AS member_row, m.row_id AS member_id
+          FROM pending_changes c
+          JOIN records r ON ${currentRecord('c')}
+          LEFT JOIN view_members m ON m.view_id = ${view.id} AND m.data_source_id = r.data_source_id AND m.key = r.key
+          WHERE c.token = ${write.token} AND c.view_id = 0 AND r.panel_id = ${panel} AND ${unchanged} AND ${where}),
+        y AS MATERIALIZED (
+          SELECT x.data_source_id, x.key, x.id, x.row,
+            CASE WHEN x.member_row IS NULL THEN 'entered'
+                 WHEN x.member_row IS NOT x.row
+                   AND (x.member_id IS x.id OR json_remove(x.member_row, '$._id') IS NOT json_remove(x.row, '$._id')) THEN 'updated'
+                 WHEN x.member_id IS NOT x.id THEN 'moved' END AS kind
+          FROM x)
+        INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row, ${sql.raw(memberKeyColumns())})
+        SELECT ${write.token}, ${view.id}, y.data_source_id, y.key, y.kind, y.id, y.row, ${sql.raw(
+          memberKeyColumns((c) => `CASE WHEN y.kind = 'entered' THEN k.${c} END`),
+        )}
+        FROM y, (SELECT ${memberKeyValues([], null)}) k WHERE y.kind IS NOT NULL`,
+      left,
+    ]
+  }
   return [
     // Each row built and compared once (MATERIALIZED), whatever the planner would inline; its sort
     // values read once (x), its order keys computed from them (k; constants for an unsorted view).
@@ -358,12 +389,7 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
       SELECT ${write.token}, ${view.id}, y.data_source_id, y.key, y.kind, y.id, y.row,
         ${sql.raw(memberKeyColumns((c) => `CASE WHEN y.kind = 'entered' OR y.rekeyed THEN y.${c} END`))}
       FROM y WHERE y.kind IS NOT NULL`,
-    sql`INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row)
-      SELECT ${write.token}, ${view.id}, m.data_source_id, m.key, 'left', m.row_id, m.row
-      FROM pending_changes c
-      JOIN view_members m ON m.view_id = ${view.id} AND m.data_source_id = c.data_source_id AND m.key = c.key
-      WHERE c.token = ${write.token} AND c.view_id = 0 AND ${unchanged}
-        AND NOT EXISTS (SELECT 1 FROM records r WHERE ${currentRecord('m')} AND r.panel_id = ${panel} AND ${where})`,
+    left,
   ]
 }
 
