@@ -15,6 +15,8 @@
  *
  * Memory is sampled every 100 ms (bench/lib/rss.ts) and the process's high-water mark read after
  * each phase. Prints one JSON line (`ViewsRssResult`, bytes and seconds) and exits.
+ * BENCH_RSS_LIVE_HEAP=1 (a diagnosis; the parent then starts this with `--expose-gc`) also collects
+ * garbage at the end of every phase and reports the live heap left (bench/lib/rss.ts `liveHeap`).
  */
 import { sql } from 'drizzle-orm'
 import { inProcessService } from './lib/in-process-service.ts'
@@ -41,7 +43,7 @@ const SUMMARY_READS = 5
 
 async function main() {
   if (!dir || !(ROWS > 0)) throw new Error('usage: views-rss-case.mjs <dir> <rows>')
-  const rss = rssTracker(100)
+  const rss = rssTracker(100, { liveHeap: process.env.BENCH_RSS_LIVE_HEAP === '1' })
   rss.phase('service start (database opened and migrated, deps, app)')
   const { db, storage, deps, app, call, json } = await inProcessService(dir, 'service.db')
 

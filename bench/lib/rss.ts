@@ -9,6 +9,10 @@
  * turn. At the sample of a phase's highest `rss` the V8 heap (`heapTotal`, what V8 has reserved)
  * and `external` are kept too: what is left of that `rss` is native memory V8 does not see (the
  * code, SQLite's page cache and sorters, the libSQL client's statements).
+ *
+ * `liveHeap` (a diagnosis, in a process started with `--expose-gc`): a full collection at the end of
+ * every phase, and the V8 heap still in use after it, so live data tells from garbage V8 has not
+ * collected yet. The collections change what they measure (peaks come lower): not for the figures.
  */
 export interface RssPhase {
   name: string
@@ -26,9 +30,13 @@ export interface RssPhase {
   maxRssAfter: number
   /** The longest time between two samples (ms): how long the event loop was held at most. */
   longestGap: number
+  /** With `liveHeap`: the V8 heap in use after a full collection at the end of the phase, in bytes. */
+  liveHeapAfter?: number
 }
 
-export function rssTracker(intervalMs = 20) {
+export function rssTracker(intervalMs = 20, { liveHeap = false } = {}) {
+  const gc = (globalThis as { gc?: () => void }).gc
+  if (liveHeap && !gc) throw new Error('the live heap needs a process started with --expose-gc')
   const phases: RssPhase[] = []
   let started = performance.now()
   const open = (name: string): RssPhase => {
@@ -62,6 +70,10 @@ export function rssTracker(intervalMs = 20) {
   const close = () => {
     sample()
     current.maxRssAfter = maxRss()
+    if (liveHeap && gc) {
+      gc()
+      current.liveHeapAfter = process.memoryUsage().heapUsed
+    }
     current.seconds = (performance.now() - started) / 1000
     phases.push(current)
   }

@@ -52,7 +52,9 @@ export async function bundleViewsRssCase(outdir = join(root, 'dist/bench')): Pro
  */
 export function runViewsRssCase(bundle: string, dir: string, rows: number): Promise<ViewsRssResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bundle, dir, String(rows)], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
+    // BENCH_RSS_LIVE_HEAP=1: the case collects garbage after each phase (a diagnosis, not the figures).
+    const gc = process.env.BENCH_RSS_LIVE_HEAP === '1' ? ['--expose-gc'] : []
+    const child = spawn(process.execPath, [...gc, bundle, dir, String(rows)], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
     let out = ''
     child.stdout.on('data', (d) => {
       out += d
@@ -80,14 +82,15 @@ export const mb = (bytes: number) => `${(bytes / 1e6).toFixed(0)} MB`
 
 /** The case's memory and time per phase, as a Markdown table. */
 export function serviceRssTable(result: ViewsRssResult): string {
+  const live = result.phases.some((p) => p.liveHeapAfter !== undefined)
   const lines = [
-    '| phase | seconds | rss peak | high-water mark after | V8 heap used peak | external peak | at the rss peak: V8 heap reserved, external, rest (native) | event loop held at most |',
-    '|---|---|---|---|---|---|---|---|',
+    `| phase | seconds | rss peak | high-water mark after | V8 heap used peak | external peak | at the rss peak: V8 heap reserved, external, rest (native) | event loop held at most |${live ? ' live heap after |' : ''}`,
+    `|---|---|---|---|---|---|---|---|${live ? '---|' : ''}`,
   ]
   for (const p of result.phases) {
     const rest = p.peak - p.atPeak.heapTotal - p.atPeak.external
     lines.push(
-      `| ${p.name} | ${p.seconds.toFixed(1)} | ${mib(p.peak)} | ${mib(p.maxRssAfter)} | ${mib(p.heapPeak)} | ${mib(p.externalPeak)} | ${mib(p.atPeak.heapTotal)}, ${mib(p.atPeak.external)}, ${mib(rest)} | ${(p.longestGap / 1000).toFixed(1)} s |`,
+      `| ${p.name} | ${p.seconds.toFixed(1)} | ${mib(p.peak)} | ${mib(p.maxRssAfter)} | ${mib(p.heapPeak)} | ${mib(p.externalPeak)} | ${mib(p.atPeak.heapTotal)}, ${mib(p.atPeak.external)}, ${mib(rest)} | ${(p.longestGap / 1000).toFixed(1)} s |${live ? ` ${mib(p.liveHeapAfter ?? 0)} |` : ''}`,
     )
   }
   return lines.join('\n')
