@@ -17,9 +17,8 @@
  * each phase. Prints one JSON line (`ViewsRssResult`, bytes and seconds) and exits.
  * BENCH_RSS_LIVE_HEAP=1 (a diagnosis; the parent then starts this with `--expose-gc`) also collects
  * garbage at the end of every phase and reports the live heap left (bench/lib/rss.ts `liveHeap`).
- * BENCH_TEMP_STORE=file (a diagnosis too) sets `PRAGMA temp_store = FILE` on the service's one
- * connection: SQLite's temporary B-trees and sorters then go to files instead of memory (this
- * libSQL build defaults to memory), to tell their share of the native memory.
+ * (SQLite's temporary B-trees and sorters spill to files past the page cache: the service sets
+ * `temp_store = FILE` on its local connections, src/runtime/node-primitives.ts.)
  */
 import { sql } from 'drizzle-orm'
 import { inProcessService } from './lib/in-process-service.ts'
@@ -49,7 +48,6 @@ async function main() {
   const rss = rssTracker(100, { liveHeap: process.env.BENCH_RSS_LIVE_HEAP === '1' })
   rss.phase('service start (database opened and migrated, deps, app)')
   const { db, storage, deps, app, call, json } = await inProcessService(dir, 'service.db')
-  if (process.env.BENCH_TEMP_STORE === 'file') await db.run(sql`PRAGMA temp_store = FILE`)
 
   rss.phase('panel and its 10 columns created')
   const { panel, calc } = await createViewsPanel(json)

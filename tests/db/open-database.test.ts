@@ -23,6 +23,7 @@ describe('openDatabase on a file', () => {
       expect(await read('synchronous')).toEqual(Array(6).fill(1)) // NORMAL
       expect(await read('busy_timeout')).toEqual(Array(6).fill(5000))
       expect(await read('cache_size')).toEqual(Array(6).fill(-8192))
+      expect(await read('temp_store')).toEqual(Array(6).fill(1)) // FILE
       expect(await read('foreign_keys')).toEqual(Array(6).fill(1))
     } finally {
       await checkpointer?.stop()
