@@ -210,10 +210,11 @@ async function readPage(
       SELECT id, data_source_id, record_key, cells, errors, data FROM records
       WHERE tenant_id = ${tenantId} AND panel_id = ${panelId} AND id > ${after}
       ORDER BY id LIMIT ${RECOMPUTE_BATCH}`)
+    // Every row is materialised from its record; stored texts that are not JSON compare as none.
     return rows.map((r) => ({
       ...r,
-      cells: JSON.parse(r.cells ?? 'null'),
-      errors: JSON.parse(r.errors ?? 'null'),
+      cells: parsedText(r.cells).value,
+      errors: parsedText(r.errors).value,
       keyed: r.record_key !== null,
       kept: false,
     }))
