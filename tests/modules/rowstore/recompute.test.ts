@@ -163,6 +163,26 @@ describe('recompute of stored texts that are not what the row store writes', () 
   })
 })
 
+describe('recompute of a panel whose formulas read the source records', () => {
+  it('materialises every row from its record, reading stored errors that are not JSON as none', async () => {
+    // A formula that reads the record itself: no stored base cells are trusted (materialise.ts).
+    const own = await alice.post(`/api/panels/${panelId}/columns/calculated`, {
+      name: 'Sex',
+      formula: 'Patient.gender',
+      type: 'text',
+    })
+    expect(own.status, JSON.stringify(own.body)).toBe(201)
+    await t.client.execute({
+      sql: `UPDATE records SET errors = 'not json' WHERE panel_id = ? AND data ->> 'id' = 'd'`,
+      args: [panelId],
+    })
+    expect((await alice.put(`/api/columns/${ids.born}`, { formula: 'YEAR({Birth Date}) * 3' })).status).toBe(200)
+    const after = await stored()
+    expect(after.map(({ cells, errors }) => ({ cells, errors }))).toEqual(await materialisedAfresh(after))
+    expect(after.map((r) => JSON.parse(r.cells)[ids.born])).toEqual([5445, 5736, 0, 0])
+  })
+})
+
 describe('deleting a source that columns read from', () => {
   it('moves the panel columns version with the columns it unlinks, and only then', async () => {
     const version = async () =>
