@@ -21,6 +21,7 @@
  * `temp_store = FILE` on its local connections, src/runtime/node-primitives.ts.)
  */
 import { sql } from 'drizzle-orm'
+import { tuneHeap } from '../src/runtime/node-heap.ts'
 import { inProcessService } from './lib/in-process-service.ts'
 import { turn } from './lib/interleaved.ts'
 import { rssTracker } from './lib/rss.ts'
@@ -45,6 +46,8 @@ const SUMMARY_READS = 5
 
 async function main() {
   if (!dir || !(ROWS > 0)) throw new Error('usage: views-rss-case.mjs <dir> <rows>')
+  // The heap as the service's Node entry sets it (src/runtime/node.ts).
+  tuneHeap()
   const rss = rssTracker(100, { liveHeap: process.env.BENCH_RSS_LIVE_HEAP === '1' })
   rss.phase('service start (database opened and migrated, deps, app)')
   const { db, storage, deps, app, call, json } = await inProcessService(dir, 'service.db')

@@ -7,10 +7,12 @@ import { buildDeps } from '../deps.ts'
 import { createLogger } from '../lib/logger.ts'
 import { signToken } from '../lib/tokens.ts'
 import { drainableServer } from './node-drain.ts'
+import { tuneHeap } from './node-heap.ts'
 import { bufferedStdout, nodePrimitives, withDevSecrets } from './node-primitives.ts'
 import { startScheduler } from './scheduler-loop.ts'
 
 async function main() {
+  tuneHeap()
   let config: Config
   try {
     config = withDevSecrets(parseConfig(process.env))
