@@ -70,14 +70,18 @@ const WRITE_MARKERS: [Record<WriteSlot, string>, Record<WriteSlot, string>] = [
   { token: '\u0001token-b', at: '2002-02-02T02:02:02.002Z', eventKey: '\u0001key-b', actorId: '\u0001actor-b' },
 ]
 
-/** The templates of the membership steps made with one loaded membership, by what else they depend on. */
-const movesTemplates = new WeakMap<PanelMembership, Map<string, StatementTemplate<WriteSlot> | null>>()
+/**
+ * The templates of the membership steps made with one loaded membership, by what else they depend
+ * on; `seen` for a step built once (a template is made at the second batch: a one-off write such as
+ * a webhook delivery builds its step once, not twice over for a template it never fills).
+ */
+const movesTemplates = new WeakMap<PanelMembership, Map<string, StatementTemplate<WriteSlot> | 'seen' | null>>()
 
 /**
  * The membership step of a write that only moves views (each evaluated under its current key), as
- * a template (statement-template.ts) made once per loaded membership and kind of write: the
- * batches of a sync or a recompute then fill it in instead of building it again. Views that read
- * work state or time (their SQL is made from the write's time) always build afresh.
+ * a template (statement-template.ts) made once per loaded membership and kind of write: the later
+ * batches of a sync or a recompute fill it in instead of building it again. Views that read work
+ * state or time (their SQL is made from the write's time) always build afresh.
  */
 function movesTemplate(membership: PanelMembership, write: RowWrite): StatementTemplate<WriteSlot> | undefined {
   const { views } = membership
@@ -94,18 +98,20 @@ function movesTemplate(membership: PanelMembership, write: RowWrite): StatementT
     byKey = new Map()
     movesTemplates.set(membership, byKey)
   }
-  let template = byKey.get(key)
-  if (template === undefined) {
-    template =
-      makeTemplate((marks) => {
-        const built = buildMembershipStatements(membership, { ...write, ...marks })
-        if (built.before.length > 0) throw new Error('not a move')
-        return built.after
-      }, WRITE_MARKERS) ?? null
+  const known = byKey.get(key)
+  if (known === undefined) {
     if (byKey.size >= 20) byKey.clear()
-    byKey.set(key, template)
+    byKey.set(key, 'seen')
+    return undefined
   }
-  return template ?? undefined
+  if (known !== 'seen') return known ?? undefined
+  const template = makeTemplate((marks) => {
+    const built = buildMembershipStatements(membership, { ...write, ...marks })
+    if (built.before.length > 0) throw new Error('not a move')
+    return built.after
+  }, WRITE_MARKERS)
+  byKey.set(key, template ?? null)
+  return template
 }
 
 function buildMembershipStatements(membership: PanelMembership, write: RowWrite): { before: SQL[]; after: SQL[] } {
@@ -224,28 +230,11 @@ export const writeToken = () => crypto.randomUUID()
  * a view wider than a `json_object` call takes is built from the shape instead (`shapedRowJson`).
  */
 function rowJson(view: Pick<MemberView, 'shape' | 'clock'>, now: string): SQL {
-  // A view that shows no virtual column has the same expression at any time: one SQL text, made
-  // once per shape (a write's batches each build their statements again).
-  const plain = plainRowJson.get(view.shape)
-  if (plain !== undefined) return sql.raw(plain)
   const shape = JSON.parse(view.shape) as [string, string | number][]
   if (shape.length > MAX_OBJECT_PAIRS) return shapedRowJson(view, now)
-  const stored = (id: string | number) =>
-    typeof id === 'number' ? `r.cells -> ${cellPath(id)}` : Object.hasOwn(STORED_FIELDS, id) ? STORED_FIELDS[id] : undefined
-  if (shape.every(([, id]) => stored(id) !== undefined)) {
-    const object = (errors: boolean) =>
-      `json_object(${shape
-        .filter(([, id]) => errors || id !== '_errors')
-        .map(([name, id]) => `${textLiteralText(name)}, ${stored(id)}`)
-        .join(', ')})`
-    const text = `(CASE WHEN r.errors IS NULL THEN ${object(false)} ELSE ${object(true)} END)`
-    if (plainRowJson.size >= 1000) plainRowJson.clear()
-    plainRowJson.set(view.shape, text)
-    return sql.raw(text)
-  }
   const value = (id: string | number): SQL => {
-    const field = stored(id)
-    return field !== undefined ? sql.raw(field) : virtualJson(id as string, view, now)
+    if (typeof id === 'number') return sql.raw(`r.cells -> ${cellPath(id)}`)
+    return Object.hasOwn(STORED_FIELDS, id) ? sql.raw(STORED_FIELDS[id]) : virtualJson(id, view, now)
   }
   const object = (errors: boolean) =>
     sql`json_object(${sql.join(
@@ -262,9 +251,6 @@ const STORED_FIELDS: Record<string, string> = {
   _source: 'r.data_source_id',
   _errors: 'json(r.errors)',
 }
-
-/** `rowJson`'s text of shapes without virtual columns, by shape. */
-const plainRowJson = new Map<string, string>()
 
 /** Name/value pairs a `json_object` call is given at most (SQLite's default limit is 127 arguments). */
 const MAX_OBJECT_PAIRS = 60
@@ -290,12 +276,8 @@ function virtualJson(name: string, view: Pick<MemberView, 'clock'>, now: string)
 
 /** A text as an SQL literal that cannot break out of itself: its UTF-8 bytes in hex, cast to text. */
 function textLiteral(text: string): SQL {
-  return sql.raw(textLiteralText(text))
-}
-
-function textLiteralText(text: string): string {
   const hex = Array.from(new TextEncoder().encode(text), (b) => b.toString(16).padStart(2, '0')).join('')
-  return `CAST(X'${hex}' AS TEXT)`
+  return sql.raw(`CAST(X'${hex}' AS TEXT)`)
 }
 
 /** The record of an identity in its source's current generation, in the view's panel. */
@@ -309,55 +291,48 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
   const panel = sql.raw(String(membership.panelId))
   const where = view.whereAt(write.at)
   const order = view.orderAt(write.at) ?? NO_ORDER
+  // The write's identities in this view's panel that it matches, each with its row as the view
+  // shows it (`row`) and its member, if any (`m`).
+  const matched = sql`${rowJson(view, write.at)} AS row, m.row AS member_row, m.row_id AS member_id
+      FROM pending_changes c
+      JOIN records r ON ${currentRecord('c')}
+      LEFT JOIN view_members m ON m.view_id = ${view.id} AND m.data_source_id = r.data_source_id AND m.key = r.key
+      WHERE c.token = ${write.token} AND c.view_id = 0 AND r.panel_id = ${panel} AND ${unchanged} AND ${where}`
+  const pending = sql`INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row, ${sql.raw(memberKeyColumns())})
+      SELECT ${write.token}, ${view.id}, y.data_source_id, y.key, y.kind, y.id, y.row,`
   const left = sql`INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row)
       SELECT ${write.token}, ${view.id}, m.data_source_id, m.key, 'left', m.row_id, m.row
       FROM pending_changes c
       JOIN view_members m ON m.view_id = ${view.id} AND m.data_source_id = c.data_source_id AND m.key = c.key
       WHERE c.token = ${write.token} AND c.view_id = 0 AND ${unchanged}
         AND NOT EXISTS (SELECT 1 FROM records r WHERE ${currentRecord('m')} AND r.panel_id = ${panel} AND ${where})`
+  // Each row built and compared once (MATERIALIZED), whatever the planner would inline. Rows are
+  // built by one expression (rowJson), so the same row is the same text: a row whose identity
+  // (`_id`) did not change is compared as text, and only a re-identified one without its `_id`.
   if (order.values.length === 0 && view.summary === null) {
     // A view that neither sorts its members nor keeps a summary: every member holds the same
     // constant keys (an entered one gets them), and only a row or its identity moves.
     return [
-      sql`WITH x AS MATERIALIZED (
-          SELECT r.row_id AS id, r.data_source_id, r.key, ${rowJson(view, write.at)} AS row, m.row AS member_row, m.row_id AS member_id
-          FROM pending_changes c
-          JOIN records r ON ${currentRecord('c')}
-          LEFT JOIN view_members m ON m.view_id = ${view.id} AND m.data_source_id = r.data_source_id AND m.key = r.key
-          WHERE c.token = ${write.token} AND c.view_id = 0 AND r.panel_id = ${panel} AND ${unchanged} AND ${where}),
-        y AS MATERIALIZED (
-          SELECT x.data_source_id, x.key, x.id, x.row,
-            CASE WHEN x.member_row IS NULL THEN 'entered'
-                 WHEN x.member_row IS NOT x.row
-                   AND (x.member_id IS x.id OR json_remove(x.member_row, '$._id') IS NOT json_remove(x.row, '$._id')) THEN 'updated'
-                 WHEN x.member_id IS NOT x.id THEN 'moved' END AS kind
-          FROM x)
-        INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row, ${sql.raw(memberKeyColumns())})
-        SELECT ${write.token}, ${view.id}, y.data_source_id, y.key, y.kind, y.id, y.row, ${sql.raw(
-          memberKeyColumns((c) => `CASE WHEN y.kind = 'entered' THEN k.${c} END`),
-        )}
-        FROM y, (SELECT ${memberKeyValues([], null)}) k WHERE y.kind IS NOT NULL`,
+      sql`WITH x AS MATERIALIZED (SELECT r.row_id AS id, r.data_source_id, r.key, ${matched}),
+        y AS MATERIALIZED (SELECT x.data_source_id, x.key, x.id, x.row, ${moveKind('x')} AS kind FROM x)
+      ${pending} ${sql.raw(memberKeyColumns((c) => `CASE WHEN y.kind = 'entered' THEN k.${c} END`))}
+      FROM y, (SELECT ${memberKeyValues([], null)}) k WHERE y.kind IS NOT NULL`,
       left,
     ]
   }
+  const rekeyed = memberKeysDiffer(
+    (c) => `k.${c}`,
+    (c) => `k.m${c}`,
+  )
   return [
-    // Each row built and compared once (MATERIALIZED), whatever the planner would inline; its sort
-    // values read once (x), its order keys computed from them (k; constants for an unsorted view).
-    // Rows are built by one expression (rowJson), so the same row is the same text: a row whose
-    // identity (`_id`) did not change is compared as text, and only a re-identified one without
-    // its `_id` (parsed twice).
+    // Its sort values read once (x), its order keys computed from them (k).
     sql`WITH x AS MATERIALIZED (
-        SELECT r.row_id AS id, r.data_source_id, r.key, ${rowJson(view, write.at)} AS row, m.row AS member_row, m.row_id AS member_id,
-          ${sql.raw(
-            memberKeyColumns(
-              (k) => `m.${k}`,
-              (k) => `m${k}`,
-            ),
-          )} ${memberValueColumns(order)} ${summaryValueColumns(view.summary)}
-        FROM pending_changes c
-        JOIN records r ON ${currentRecord('c')}
-        LEFT JOIN view_members m ON m.view_id = ${view.id} AND m.data_source_id = r.data_source_id AND m.key = r.key
-        WHERE c.token = ${write.token} AND c.view_id = 0 AND r.panel_id = ${panel} AND ${unchanged} AND ${where}),
+        SELECT r.row_id AS id, r.data_source_id, r.key, ${sql.raw(
+          memberKeyColumns(
+            (k) => `m.${k}`,
+            (k) => `m${k}`,
+          ),
+        )} ${memberValueColumns(order)} ${summaryValueColumns(view.summary)}, ${matched}),
       k AS ${sql.raw(order.values.length > 0 ? 'MATERIALIZED' : 'NOT MATERIALIZED')} (
         SELECT x.id, x.data_source_id, x.key, x.row, x.member_row, x.member_id, ${sql.raw(
           memberKeyColumns(
@@ -369,28 +344,25 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
         FROM x),
       y AS MATERIALIZED (
         SELECT k.data_source_id, k.key, k.id, k.row, ${sql.raw(memberKeyColumns((c) => `k.${c}`))},
-          ${sql.raw(
-            memberKeysDiffer(
-              (c) => `k.${c}`,
-              (c) => `k.m${c}`,
-            ),
-          )} AS rekeyed,
-          CASE WHEN k.member_row IS NULL THEN 'entered'
-               WHEN k.member_row IS NOT k.row
-                 AND (k.member_id IS k.id OR json_remove(k.member_row, '$._id') IS NOT json_remove(k.row, '$._id')) THEN 'updated'
-               WHEN k.member_id IS NOT k.id OR ${sql.raw(
-                 memberKeysDiffer(
-                   (c) => `k.${c}`,
-                   (c) => `k.m${c}`,
-                 ),
-               )} THEN 'moved' END AS kind
+          ${sql.raw(rekeyed)} AS rekeyed, ${moveKind('k', rekeyed)} AS kind
         FROM k)
-      INSERT OR IGNORE INTO pending_changes (token, view_id, data_source_id, key, kind, row_id, row, ${sql.raw(memberKeyColumns())})
-      SELECT ${write.token}, ${view.id}, y.data_source_id, y.key, y.kind, y.id, y.row,
-        ${sql.raw(memberKeyColumns((c) => `CASE WHEN y.kind = 'entered' OR y.rekeyed THEN y.${c} END`))}
+      ${pending} ${sql.raw(memberKeyColumns((c) => `CASE WHEN y.kind = 'entered' OR y.rekeyed THEN y.${c} END`))}
       FROM y WHERE y.kind IS NOT NULL`,
     left,
   ]
+}
+
+/**
+ * How a matched row moves in its view, over the columns of `alias` (`row`, `member_row`, `id`,
+ * `member_id`): entered, updated (the row as shown differs, its `_id` aside), moved (a new
+ * identity, or `rekeyed`: its order keys or summary values differ), or not at all (null).
+ */
+function moveKind(alias: string, rekeyed?: string): SQL {
+  const a = alias
+  return sql.raw(`CASE WHEN ${a}.member_row IS NULL THEN 'entered'
+      WHEN ${a}.member_row IS NOT ${a}.row
+        AND (${a}.member_id IS ${a}.id OR json_remove(${a}.member_row, '$._id') IS NOT json_remove(${a}.row, '$._id')) THEN 'updated'
+      WHEN ${a}.member_id IS NOT ${a}.id${rekeyed ? ` OR ${rekeyed}` : ''} THEN 'moved' END`)
 }
 
 /**
