@@ -8,16 +8,17 @@ import type { FhirSubscriptionReport } from './datasources.fhir-report.ts'
 import { checkUpstream, removeSubscription } from './datasources.fhir-subscription.ts'
 import type { DataSourceRow } from './datasources.schemas.ts'
 
-const livePanel = sql`EXISTS (SELECT 1 FROM data_sources d JOIN panels p ON p.id = d.panel_id
-  WHERE d.id = ${fhirSourceSubscriptions.dataSourceId} AND p.deleted_at IS NULL)`
+/** The subscription's source is in a panel not deleted (`d`), and `also` holds of it. */
+const ofLivePanel = (also = sql`1`) => sql`EXISTS (SELECT 1 FROM data_sources d JOIN panels p ON p.id = d.panel_id
+  WHERE d.id = ${fhirSourceSubscriptions.dataSourceId} AND p.deleted_at IS NULL AND ${also})`
+
+const livePanel = ofLivePanel()
 
 /**
  * The source's panel is live and its feed switched on (`config.subscription.enabled` absent or
  * true; JSON false reads as 0): a feed switched off is neither caught up nor checked nor made again.
  */
-const liveFeed = sql`EXISTS (SELECT 1 FROM data_sources d JOIN panels p ON p.id = d.panel_id
-  WHERE d.id = ${fhirSourceSubscriptions.dataSourceId} AND p.deleted_at IS NULL
-    AND coalesce(json_extract(d.config, '$.subscription.enabled'), 1) <> 0)`
+const liveFeed = ofLivePanel(sql`coalesce(json_extract(d.config, '$.subscription.enabled'), 1) <> 0`)
 
 /**
  * The maintenance tick's step for live fhir sources (docs/connectors-fhir.md "Nothing lost"):

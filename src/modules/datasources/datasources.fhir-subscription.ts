@@ -55,10 +55,16 @@ export async function subscribedConfig(
   ctx: ServiceContext,
   source: DataSourceRow,
 ): Promise<(FhirConfig & { subscription: SubscriptionConfig }) | undefined> {
-  if (source.type !== 'fhir' || (source.config as { subscription?: unknown }).subscription === undefined) return undefined
+  if ((source.config as { subscription?: unknown }).subscription === undefined) return undefined
+  const config = await fhirConfigOf(ctx, source)
+  return config?.subscription ? (config as FhirConfig & { subscription: SubscriptionConfig }) : undefined
+}
+
+/** The source's parsed fhir config (secrets unsealed); undefined for another type or a config that does not parse. */
+async function fhirConfigOf(ctx: ServiceContext, source: DataSourceRow): Promise<FhirConfig | undefined> {
+  if (source.type !== 'fhir') return undefined
   const parsed = FhirConfig.safeParse(await unsealConfig(ctx.secrets, source.config))
-  if (!parsed.success || !parsed.data.subscription) return undefined
-  return parsed.data as FhirConfig & { subscription: SubscriptionConfig }
+  return parsed.success ? parsed.data : undefined
 }
 
 /** The subscription state row of a source, if it has one. */
@@ -107,17 +113,18 @@ export async function reconcileSubscription(ctx: ServiceContext, sourceId: numbe
   // The Subscription there is goes to the server it was made on, with that server's credentials:
   // those of the source as it was before an update (its base URL or authentication may have changed).
   const madeBy = before ?? (source as DataSourceRow)
+  const madeWith = async (current: FhirConfig) => (before ? ((await fhirConfigOf(ctx, before)) ?? current) : current)
   if (!config) {
     if (row) await removeSubscription(ctx, madeBy)
     return false
   }
   if (!switchedOn(config.subscription)) {
-    await switchOff(ctx, source as DataSourceRow, config, row, await upstreamConfigOf(ctx, madeBy, config))
+    await switchOff(ctx, source as DataSourceRow, config, row, await madeWith(config))
     return false
   }
   const spec = subscriptionSpec(config.baseUrl, config.subscription)
   if (row && row.spec === spec && row.upstreamId !== null) return false
-  if (row?.upstreamId) await deleteUpstream(ctx, madeBy, row.upstreamId, await upstreamConfigOf(ctx, madeBy, config))
+  if (row?.upstreamId) await deleteUpstream(ctx, madeBy, row.upstreamId, await madeWith(config))
   const made = await createUpstream(ctx, source as DataSourceRow, config, row)
   return made.catchUpFrom !== null
 }
@@ -153,13 +160,6 @@ async function switchOff(
     .where(eq(fhirSourceSubscriptions.dataSourceId, source.id))
 }
 
-/** The fhir config of `source` as it was when its Subscription was made (`fallback` when it cannot be read). */
-async function upstreamConfigOf(ctx: ServiceContext, source: DataSourceRow, fallback: FhirConfig): Promise<FhirConfig> {
-  if (source.type !== 'fhir') return fallback
-  const parsed = FhirConfig.safeParse(await unsealConfig(ctx.secrets, source.config))
-  return parsed.success ? parsed.data : fallback
-}
-
 /** The 409 of a notification to a source whose live feed is switched off: nothing changes. */
 export const switchedOffConflict = () =>
   conflict(
@@ -174,8 +174,8 @@ export async function removeSubscription(ctx: ServiceContext, source: DataSource
   const row = await subscriptionOf(ctx, source.id)
   if (!row) return
   if (row.upstreamId) {
-    const config = FhirConfig.safeParse(await unsealConfig(ctx.secrets, source.config))
-    if (config.success) await deleteUpstream(ctx, source, row.upstreamId, config.data)
+    const config = await fhirConfigOf(ctx, source)
+    if (config) await deleteUpstream(ctx, source, row.upstreamId, config)
   }
   await ctx.db.delete(fhirSourceSubscriptions).where(eq(fhirSourceSubscriptions.dataSourceId, source.id))
 }
