@@ -12,8 +12,7 @@ import { setFlagsFromString } from 'node:v8'
 export const HEAP_GROWING_PERCENT = 60
 
 export function tuneHeap(argv: readonly string[] = process.execArgv): boolean {
-  if (argv.some((a) => a.startsWith('--heap-growing-percent') || a.startsWith('--heap_growing_percent'))) return false
-  if (/--heap[-_]growing[-_]percent/.test(process.env.NODE_OPTIONS ?? '')) return false
+  if (/--heap[-_]growing[-_]percent/.test([...argv, process.env.NODE_OPTIONS ?? ''].join(' '))) return false
   setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`)
   return true
 }
