@@ -13,11 +13,10 @@
  * median of each is compared (the machine may be shared). BENCH_FHIR_BULK and BENCH_FHIR_PAGE tune
  * the sizes; BENCH_CPU_PROF=<folder> writes a CPU profile of each case there.
  */
-import { spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { build } from 'esbuild'
+import { bundleCase, runCaseProcess } from './lib/case-process.ts'
 import { startBulkPatientServer } from './lib/fhir-bulk-patients.ts'
 import { startFhirPatientServer } from './lib/fhir-patients.ts'
 
@@ -26,9 +25,6 @@ const PAGE = Number(process.env.BENCH_FHIR_PAGE ?? 1000)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 /** BENCH_ONLY=bulk|search runs one case (for profiling); the comparison needs both. */
 const ONLY = process.env.BENCH_ONLY
-const root = new URL('..', import.meta.url).pathname
-const CASE_DIR = join(root, 'dist/bench')
-const CASE_BUNDLE = join(CASE_DIR, 'fhir-bulk-case.mjs')
 
 interface CaseResult {
   rows: number
@@ -37,27 +33,6 @@ interface CaseResult {
   /** Peak V8 heap used and memory outside it (buffers), sampled every 250 ms. */
   heapMiB: number
   externalMiB: number
-}
-
-/** The case runs from a bundle, as the service runs from `dist/`: no TypeScript loader in the measured process. */
-async function bundleCase() {
-  if (existsSync(CASE_DIR)) for (const f of readdirSync(CASE_DIR)) if (f.startsWith('fhir-bulk-case.')) rmSync(join(CASE_DIR, f))
-  await build({
-    entryPoints: [join(root, 'bench/fhir-bulk-case.ts')],
-    outdir: CASE_DIR,
-    splitting: true,
-    chunkNames: 'fhir-bulk-case.[name]-[hash]',
-    outExtension: { '.js': '.mjs' },
-    bundle: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    external: ['@libsql/client', 'exceljs', 'pdfkit', 'postgres'],
-    banner: {
-      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
-    },
-    logLevel: 'warning',
-  })
 }
 
 /** The run of median time, with the highest peak RSS, heap and external memory of all the runs. */
@@ -71,33 +46,14 @@ function median(rs: CaseResult[]): CaseResult {
   }
 }
 
-function runCase(kind: string, dir: string, baseUrl: string): Promise<CaseResult> {
-  return new Promise((resolve, reject) => {
-    // BENCH_CPU_PROF=<folder>: each case writes a V8 CPU profile there (`node --cpu-prof`).
-    const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : []
-    const child = spawn(process.execPath, [...prof, CASE_BUNDLE, kind, dir, baseUrl, String(PAGE)], {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    })
-    let out = ''
-    child.stdout.on('data', (d) => {
-      out += d
-    })
-    child.on('exit', (code) => {
-      const last = out.trim().split('\n').at(-1) ?? ''
-      try {
-        // The libSQL native module sometimes panics while the process exits, after the result was
-        // printed: a result line is the case's measurement whatever the exit code.
-        resolve(JSON.parse(last))
-      } catch {
-        reject(new Error(`${kind} case failed (exit ${code}) without a result: ${out}`))
-      }
-    })
-  })
+function runCase(bundle: string, kind: string, dir: string, baseUrl: string): Promise<CaseResult> {
+  // BENCH_CPU_PROF=<folder>: each case writes a V8 CPU profile there (`node --cpu-prof`).
+  const nodeArgs = process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : []
+  return runCaseProcess<CaseResult>(bundle, [kind, dir, baseUrl, String(PAGE)], { name: kind, nodeArgs })
 }
 
 async function main() {
-  await bundleCase()
+  const bundle = await bundleCase('fhir-bulk-case')
   const dir = mkdtempSync(join(tmpdir(), 'panels-bench-fhir-bulk-'))
   const bulkServer = await startBulkPatientServer(N)
   const searchServer = await startFhirPatientServer(N)
@@ -108,7 +64,7 @@ async function main() {
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? (['bulk', 'search'] as const) : (['search', 'bulk'] as const)
       for (const kind of order.filter((k) => !ONLY || k === ONLY)) {
-        const r = await runCase(kind, dir, kind === 'bulk' ? bulkServer.url : searchServer.url)
+        const r = await runCase(bundle, kind, dir, kind === 'bulk' ? bulkServer.url : searchServer.url)
         if (r.rows !== N) throw new Error(`${kind} stored ${r.rows} records, not ${N}`)
         runs[kind].push(r)
         for (const suffix of ['', '-wal', '-shm']) rmSync(join(dir, `${kind}.db${suffix}`), { force: true })

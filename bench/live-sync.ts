@@ -9,11 +9,12 @@
  * BENCH_LIVE_ROWS (100000), BENCH_LIVE_ROUNDS (3) and BENCH_LIVE_EVERY (10: every 10th row changes;
  * 100 with a million rows is issue 22's "a sync that changes 1 % of 1M rows") tune it.
  */
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { copyFileSync, existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { build } from 'esbuild'
+import { runCaseProcess } from './lib/case-process.ts'
 import { writePatientCsv } from './lib/patient-csv.ts'
 
 const root = new URL('..', import.meta.url).pathname
@@ -107,25 +108,5 @@ async function bundle(tree: string, out: string, name: string): Promise<string> 
   return outfile
 }
 
-function runCase(bundlePath: string, dir: string, name: string, files: string[]): Promise<CaseResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bundlePath, dir, name, ...files], {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    })
-    let out = ''
-    child.stdout.on('data', (d) => {
-      out += d
-    })
-    child.on('error', reject)
-    child.on('exit', (code) => {
-      // The libSQL native module sometimes panics while the process exits, after the result was
-      // printed (as in bench:fhir:bulk): a result line is the case's measurement whatever the exit.
-      try {
-        resolve(JSON.parse(out.trim().split('\n').at(-1) ?? ''))
-      } catch {
-        reject(new Error(`${name} exited with ${code} without a result: ${out}`))
-      }
-    })
-  })
-}
+const runCase = (bundlePath: string, dir: string, name: string, files: string[]) =>
+  runCaseProcess<CaseResult>(bundlePath, [dir, name, ...files], { name })

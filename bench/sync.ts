@@ -11,18 +11,16 @@
  * Prints rows/s, peak RSS, and the ratio of each sync to the bare insert of the same run.
  * BENCH_ROWS (100000), BENCH_BIG_ROWS (1000000), BENCH_FHIR (10000) and BENCH_RESYNC_ROUNDS (7) tune the sizes.
  */
-import { spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { build } from 'esbuild'
+import { bundleCase, runCaseProcess } from './lib/case-process.ts'
 import { startFhirPatientServer } from './lib/fhir-patients.ts'
 import { writePatientCsv } from './lib/patient-csv.ts'
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 100_000)
 const BIG_ROWS = Number(process.env.BENCH_BIG_ROWS ?? 1_000_000)
 const FHIR = Number(process.env.BENCH_FHIR ?? 10_000)
-const root = new URL('..', import.meta.url).pathname
 
 interface CaseResult {
   rows: number
@@ -39,50 +37,20 @@ interface ResyncResult extends CaseResult {
   plain: number[]
 }
 
-/**
- * The cases run from a bundle, as the service runs from `dist/` in production: no TypeScript
- * loader in the measured process (tsx alone adds ~60 MiB of RSS), and what the code loads by
- * dynamic import() on first use (the FHIRPath engine) in chunks of its own beside the entry, as
- * scripts/build.ts splits it, so a case that never needs it never reads it.
- */
-const CASE_DIR = join(root, 'dist/bench')
-const CASE_BUNDLE = join(CASE_DIR, 'sync-case.mjs')
-
-async function bundleCase() {
-  // Chunk names carry a content hash: clear the previous build's, or they pile up.
-  if (existsSync(CASE_DIR)) for (const f of readdirSync(CASE_DIR)) if (f.startsWith('sync-case.')) rmSync(join(CASE_DIR, f))
-  await build({
-    entryPoints: [join(root, 'bench/sync-case.ts')],
-    outdir: CASE_DIR,
-    splitting: true,
-    chunkNames: 'sync-case.[name]-[hash]',
-    outExtension: { '.js': '.mjs' },
-    bundle: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    external: ['@libsql/client', 'exceljs', 'pdfkit', 'postgres'],
-    banner: {
-      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
-    },
-    logLevel: 'warning',
-  })
-}
-
 async function main() {
-  await bundleCase()
+  const bundle = await bundleCase('sync-case')
   const dir = mkdtempSync(join(tmpdir(), 'panels-bench-sync-'))
   const server = await startFhirPatientServer(FHIR)
   try {
     await writePatientCsv(join(dir, 'rows.csv'), ROWS)
     await writePatientCsv(join(dir, 'big.csv'), BIG_ROWS)
-    const bare = await runCase('bare', dir, 'rows.csv')
-    const bareSeq = await runCase('bare-seq', dir, 'rows.csv')
-    const csv = await runCase('csv', dir, 'rows.csv')
-    const csvCols = await runCase('csv-cols', dir, 'rows.csv')
-    const big = await runCase('csv', dir, 'big.csv')
-    const fhir = await runCase('fhir', dir, server.url)
-    const resync = (await runCase('resync-work', dir, 'rows.csv')) as ResyncResult
+    const bare = await runCase(bundle, 'bare', dir, 'rows.csv')
+    const bareSeq = await runCase(bundle, 'bare-seq', dir, 'rows.csv')
+    const csv = await runCase(bundle, 'csv', dir, 'rows.csv')
+    const csvCols = await runCase(bundle, 'csv-cols', dir, 'rows.csv')
+    const big = await runCase(bundle, 'csv', dir, 'big.csv')
+    const fhir = await runCase(bundle, 'fhir', dir, server.url)
+    const resync = (await runCase(bundle, 'resync-work', dir, 'rows.csv')) as ResyncResult
     const rate = (r: CaseResult) => r.rows / r.seconds
     const line = (name: string, r: CaseResult, extra: string) =>
       `| ${name} | ${r.rows.toLocaleString('en')} | ${r.seconds.toFixed(2)} | ${Math.round(rate(r)).toLocaleString('en')} | ${r.peakRssMiB.toFixed(0)} | ${extra} |`
@@ -128,28 +96,8 @@ const verdict = (ratio: number, target: number, label: string) =>
   `${ratio.toFixed(3)} ${label}: ${ratio >= target ? 'pass' : 'FAIL'}`
 
 /** A CSV of `rows` synthetic patients with 10 columns. */
-function runCase(kind: string, dir: string, target: string): Promise<CaseResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CASE_BUNDLE, kind, dir, target], {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    })
-    let out = ''
-    child.stdout.on('data', (d) => {
-      out += d
-    })
-    child.on('exit', (code) => {
-      const last = out.trim().split('\n').at(-1) ?? ''
-      // The libSQL native module sometimes panics while the process exits, after the result was
-      // printed (as in bench:fhir:bulk): a result line is the case's measurement whatever the exit.
-      try {
-        resolve(JSON.parse(last))
-      } catch {
-        reject(new Error(`${kind} case failed (exit ${code}) without a result: ${out}`))
-      }
-    })
-  })
-}
+const runCase = (bundle: string, kind: string, dir: string, target: string) =>
+  runCaseProcess<CaseResult>(bundle, [kind, dir, target], { name: kind })
 
 main().catch((err) => {
   console.error(err)

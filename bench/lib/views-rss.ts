@@ -1,7 +1,4 @@
-import { spawn } from 'node:child_process'
-import { existsSync, readdirSync, rmSync } from 'node:fs'
-import { join } from 'node:path'
-import { build } from 'esbuild'
+import { bundleCase, runCaseProcess } from './case-process.ts'
 import { mib, type RssPhase } from './rss.ts'
 
 /** What bench/views-rss-case.ts prints: bytes and seconds. */
@@ -14,65 +11,19 @@ export interface ViewsRssResult {
   phases: RssPhase[]
 }
 
-const root = new URL('../..', import.meta.url).pathname
-const NAME = 'views-rss-case'
-
-/**
- * Bundles bench/views-rss-case.ts into `outdir` (`dist/bench` unless told), as the service runs from
- * `dist/`: no TypeScript loader in the measured process (tsx alone holds ~60 MiB), and what the code
- * loads by dynamic import() on first use in chunks of its own, as scripts/build.ts splits it.
- * Answers the entry's path.
- */
-export async function bundleViewsRssCase(outdir = join(root, 'dist/bench')): Promise<string> {
-  // Chunk names carry a content hash: clear the previous build's, or they pile up.
-  if (existsSync(outdir)) for (const f of readdirSync(outdir)) if (f.startsWith(`${NAME}.`)) rmSync(join(outdir, f))
-  await build({
-    entryPoints: [join(root, `bench/${NAME}.ts`)],
-    outdir,
-    splitting: true,
-    chunkNames: `${NAME}.[name]-[hash]`,
-    outExtension: { '.js': '.mjs' },
-    bundle: true,
-    format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    external: ['@libsql/client', 'exceljs', 'pdfkit', 'postgres'],
-    banner: {
-      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
-    },
-    logLevel: 'warning',
-  })
-  return join(outdir, `${NAME}.mjs`)
-}
+/** Bundles bench/views-rss-case.ts into `outdir` (`dist/bench` unless told); answers the entry's path. */
+export const bundleViewsRssCase = (outdir?: string): Promise<string> => bundleCase('views-rss-case', outdir)
 
 /**
  * Runs the bundled case (`bundle`) in a process of its own over `rows` Patients in
- * `dir`/patients.ndjson, with its database in `dir`; answers what it printed. The case's
- * progress and errors go to this process's stderr.
+ * `dir`/patients.ndjson, with its database in `dir`; answers what it printed.
  */
-export function runViewsRssCase(bundle: string, dir: string, rows: number): Promise<ViewsRssResult> {
-  return new Promise((resolve, reject) => {
-    // BENCH_RSS_LIVE_HEAP=1: the case collects garbage after each phase (a diagnosis, not the figures).
-    const gc = process.env.BENCH_RSS_LIVE_HEAP === '1' ? ['--expose-gc'] : []
-    const child = spawn(process.execPath, [...gc, bundle, dir, String(rows)], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] })
-    let out = ''
-    child.stdout.on('data', (d) => {
-      out += d
-    })
-    child.on('error', reject)
-    child.on('exit', (code) => {
-      const last = out.trim().split('\n').at(-1) ?? ''
-      try {
-        // The libSQL native module sometimes panics while the process exits, after the result was
-        // printed: a result line is the case's measurement whatever the exit code.
-        const result = JSON.parse(last) as ViewsRssResult
-        if (!Array.isArray(result.phases)) throw new Error('no phases')
-        resolve(result)
-      } catch {
-        reject(new Error(`the service process case failed (exit ${code}) without a result: ${out}`))
-      }
-    })
-  })
+export async function runViewsRssCase(bundle: string, dir: string, rows: number): Promise<ViewsRssResult> {
+  // BENCH_RSS_LIVE_HEAP=1: the case collects garbage after each phase (a diagnosis, not the figures).
+  const nodeArgs = process.env.BENCH_RSS_LIVE_HEAP === '1' ? ['--expose-gc'] : []
+  const result = await runCaseProcess<ViewsRssResult>(bundle, [dir, String(rows)], { name: 'the service process', nodeArgs })
+  if (!Array.isArray(result.phases)) throw new Error(`the service process case printed no phases: ${JSON.stringify(result)}`)
+  return result
 }
 
 /** The goal of issue 22 item 4, read strictly: 300 MB is 300,000,000 bytes (286 MiB). */
