@@ -5,13 +5,11 @@ import { claimOnCounter } from '../../src/modules/datasources/datasources.fhir-n
 import { runMaintenanceTick } from '../../src/scheduler/maintenance-tick.ts'
 import { makeTestApp, type TestApp } from '../helpers/app.ts'
 import { patients } from '../helpers/fhir-server.ts'
-import { type SubscriptionServer, startRelay, startSubscriptionServer } from '../helpers/fhir-subscription-server.ts'
+import { type SubscriptionServer, startSubscriptionServer } from '../helpers/fhir-subscription-server.ts'
 import { clientFor, type TestClient } from '../helpers/http.ts'
 import { type FixtureServer, sleep } from '../helpers/servers.ts'
 import { createPanel, createSource, currentRecords, runsOf, waitFor } from '../modules/datasources/fixtures.ts'
-
-const UPSTREAM_TOKEN = 'upstream-secret-token'
-const TOPIC = 'http://example.org/fhir/SubscriptionTopic/patient-admission'
+import { freshLiveWorld, startLiveServers, TOPIC, UPSTREAM_TOKEN } from './fhir-live.ts'
 
 let fx: SubscriptionServer
 let relay: FixtureServer
@@ -20,19 +18,14 @@ let alice: TestClient
 let panelId: number
 
 beforeAll(async () => {
-  fx = await startSubscriptionServer({ token: UPSTREAM_TOKEN })
-  relay = await startRelay(() => (request) => t.app.request(request))
+  ;({ fx, relay } = await startLiveServers(() => t))
 })
 afterAll(async () => {
   await fx.close()
   await relay.close()
 })
 beforeEach(async () => {
-  fx.reset()
-  for (const p of patients(2)) fx.put(p)
-  t = await makeTestApp({ env: { PUBLIC_BASE_URL: relay.url } })
-  alice = clientFor(t.app, 'tenant-a', 'alice')
-  panelId = (await createPanel(alice)).id
+  ;({ t, alice, panelId } = await freshLiveWorld(fx, relay))
 })
 
 const live = (subscription: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) =>

@@ -1,17 +1,16 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { runMaintenanceTick } from '../../src/scheduler/maintenance-tick.ts'
-import { makeTestApp, type TestApp } from '../helpers/app.ts'
+import type { TestApp } from '../helpers/app.ts'
 import { patients } from '../helpers/fhir-server.ts'
-import { type SubscriptionServer, startRelay, startSubscriptionServer } from '../helpers/fhir-subscription-server.ts'
+import type { SubscriptionServer } from '../helpers/fhir-subscription-server.ts'
 import { clientFor, type TestClient } from '../helpers/http.ts'
 import { type FixtureServer, sleep } from '../helpers/servers.ts'
-import { createPanel, createSource, currentRecords, runsOf, waitFor } from '../modules/datasources/fixtures.ts'
+import { createSource, currentRecords, runsOf, waitFor } from '../modules/datasources/fixtures.ts'
+import { freshLiveWorld, startLiveServers, TOPIC, UPSTREAM_TOKEN } from './fhir-live.ts'
 
 // The live feed's switch, `config.subscription.enabled` (docs/connectors-fhir.md "Switching the live
 // feed off and on"), against the loopback FHIR server of the subscription tests.
 
-const UPSTREAM_TOKEN = 'upstream-secret-token'
-const TOPIC = 'http://example.org/fhir/SubscriptionTopic/patient-admission'
 const SUBSCRIPTION = { topic: TOPIC, filters: ['Patient?active=true'], payload: 'full-resource' }
 const NO_TICK_WORK = { caughtUp: 0, checked: 0, remade: 0, removed: 0 }
 
@@ -22,19 +21,14 @@ let alice: TestClient
 let panelId: number
 
 beforeAll(async () => {
-  fx = await startSubscriptionServer({ token: UPSTREAM_TOKEN })
-  relay = await startRelay(() => (request) => t.app.request(request))
+  ;({ fx, relay } = await startLiveServers(() => t))
 })
 afterAll(async () => {
   await fx.close()
   await relay.close()
 })
 beforeEach(async () => {
-  fx.reset()
-  for (const p of patients(2)) fx.put(p)
-  t = await makeTestApp({ env: { PUBLIC_BASE_URL: relay.url } })
-  alice = clientFor(t.app, 'tenant-a', 'alice')
-  panelId = (await createPanel(alice)).id
+  ;({ t, alice, panelId } = await freshLiveWorld(fx, relay))
 })
 
 const configOf = (subscription: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
