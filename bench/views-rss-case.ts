@@ -20,7 +20,6 @@
  * (SQLite's temporary B-trees and sorters spill to files past the page cache: the service sets
  * `temp_store = FILE` on its local connections, src/runtime/node-primitives.ts.)
  */
-import { sql } from 'drizzle-orm'
 import { tuneHeap } from '../src/runtime/node-heap.ts'
 import { inProcessService } from './lib/in-process-service.ts'
 import { turn } from './lib/interleaved.ts'
@@ -32,6 +31,7 @@ import {
   filteredView,
   groupedView,
   patientsSource,
+  untilMaterialised,
   WEBHOOK_ENDPOINT,
   webhookDelivery,
   webhookSource,
@@ -103,13 +103,7 @@ async function main() {
 
   rss.phase('recompute of one calculated column (Senior), until materialised')
   await json('PUT', `/api/columns/${calc.Senior.id}`, { formula: '{Age} >= 70' })
-  for (;;) {
-    const [row] = await db.all<{ c: number; m: number }>(
-      sql`SELECT columns_version AS c, materialised_version AS m FROM panels WHERE id = ${panel.id}`,
-    )
-    if (Number(row.c) === Number(row.m)) break
-    await new Promise((r) => setTimeout(r, 20))
-  }
+  await untilMaterialised(db, panel.id)
 
   const { phases, maxRss } = rss.stop()
   const result: ViewsRssResult = { rows: ROWS, exportedRows, maxRss, phases }

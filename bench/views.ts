@@ -55,6 +55,7 @@ import {
   filteredView,
   groupedView,
   patientsSource,
+  untilMaterialised,
   WEBHOOK_ENDPOINT,
   WRITTEN,
   webhookDelivery,
@@ -219,14 +220,7 @@ async function run(dir: string, caseBundle: string) {
   rss.phase('recompute of one calculated column')
   const r0 = performance.now()
   await json('PUT', `/api/columns/${calc.Senior.id}`, { formula: '{Age} >= 70' })
-  for (;;) {
-    const [panelRow] = await db.all<{ c: number; m: number }>(
-      sql`SELECT columns_version AS c, materialised_version AS m FROM panels WHERE id = ${panel.id}`,
-    )
-    if (Number(panelRow.c) === Number(panelRow.m)) break
-    // Polled every 5 ms: the end of the recompute is seen within 5 ms of it.
-    await new Promise((r) => setTimeout(r, 5))
-  }
+  await untilMaterialised(db, panel.id)
   const recomputeSeconds = (performance.now() - r0) / 1000
   const engineRate = await formulaEngineRate(db, panel.id, '{Age} >= 70')
 

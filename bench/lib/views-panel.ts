@@ -1,3 +1,5 @@
+import { sql } from 'drizzle-orm'
+import type { Db } from '../../src/db/client.ts'
 import { patient } from './fhir-patients.ts'
 
 /**
@@ -106,4 +108,15 @@ export async function countLines(res: Response): Promise<number> {
     if (chunk.length > 0) last = chunk[chunk.length - 1]
   }
   return last === 10 ? count : count + 1
+}
+
+/** Resolves once the panel's rows are materialised with its current columns (a recompute ended), seen within 5 ms. */
+export async function untilMaterialised(db: Db, panelId: number): Promise<void> {
+  for (;;) {
+    const [row] = await db.all<{ c: number; m: number }>(
+      sql`SELECT columns_version AS c, materialised_version AS m FROM panels WHERE id = ${panelId}`,
+    )
+    if (Number(row.c) === Number(row.m)) return
+    await new Promise((r) => setTimeout(r, 5))
+  }
 }
