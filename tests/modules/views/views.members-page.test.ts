@@ -222,3 +222,19 @@ describe('the plan of a page from the members', () => {
     )
   })
 })
+
+describe('reading a plan', () => {
+  // On a runtime target the test process reads the server's database file on a connection of its
+  // own; a plan read there must not leave it on the database of that moment (tests/helpers/remote/deno.ts).
+  it('leaves what the test reads afterwards current with what the server writes', async () => {
+    const views = async () =>
+      (await w.t.deps.db.all<{ name: string }>(sql`SELECT name FROM views ORDER BY id`)).map((v) => v.name)
+    const page = memberRowsSql('tenant-a', 1, sql`TRUE`, 50)
+    for (const name of ['First', 'Second']) {
+      await w.t.deps.db.all(sql`EXPLAIN QUERY PLAN ${page}`)
+      await w.t.client.execute({ sql: 'EXPLAIN SELECT count(*) FROM records', args: [] })
+      expect((await w.alice.post('/api/views', { name, panelId: w.panelId })).status).toBe(201)
+      expect(await views()).toContain(name)
+    }
+  })
+})
