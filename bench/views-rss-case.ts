@@ -17,10 +17,12 @@
  * each phase. Prints one JSON line (`ViewsRssResult`, bytes and seconds) and exits.
  * BENCH_RSS_LIVE_HEAP=1 (a diagnosis; the parent then starts this with `--expose-gc`) also collects
  * garbage at the end of every phase and reports the live heap left (bench/lib/rss.ts `liveHeap`).
+ * BENCH_PROFILE_RECOMPUTE=FILE writes a CPU profile of the recompute phase alone to FILE.
  * (SQLite's temporary B-trees and sorters spill to files past the page cache: the service sets
  * `temp_store = FILE` on its local connections, src/runtime/node-primitives.ts.)
  */
 import { tuneHeap } from '../src/runtime/node-heap.ts'
+import { profiled } from './lib/cpu-profile.ts'
 import { inProcessService } from './lib/in-process-service.ts'
 import { turn } from './lib/interleaved.ts'
 import { rssTracker } from './lib/rss.ts'
@@ -102,8 +104,10 @@ async function main() {
   await page(0)
 
   rss.phase('recompute of one calculated column (Senior), until materialised')
-  await json('PUT', `/api/columns/${calc.Senior.id}`, { formula: '{Age} >= 70' })
-  await untilMaterialised(db, panel.id)
+  await profiled(process.env.BENCH_PROFILE_RECOMPUTE, async () => {
+    await json('PUT', `/api/columns/${calc.Senior.id}`, { formula: '{Age} >= 70' })
+    await untilMaterialised(db, panel.id)
+  })
 
   const { phases, maxRss } = rss.stop()
   const result: ViewsRssResult = { rows: ROWS, exportedRows, maxRss, phases }
