@@ -1,6 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm'
 import type { ServiceContext } from '../context.ts'
 import { ORDER_KEY_NAMES } from '../db/schema-live.ts'
+import { nextTurn } from '../lib/turn.ts'
 import { compileMembership, type MemberView, membershipJsonColumns, membershipRecordsOf } from './membership-plan.ts'
 import { memberOrderBy, membersAfter } from './query/member-order.ts'
 import { memberSummarySource } from './query/member-summary.ts'
@@ -40,8 +41,16 @@ export async function* readRowBatches(
 ): AsyncGenerator<Row[]> {
   const view = await answeringView(ctx, q)
   const checked = view ? ((await ctx.db.batch(checkStatements(ctx, q, view))) as Checked) : undefined
-  if (view && checked && holds(view, checked)) yield* memberBatches(ctx, q, view, options)
-  else yield* rowBatches(ctx, q, options)
+  const batches = view && checked && holds(view, checked) ? memberBatches(ctx, q, view, options) : rowBatches(ctx, q, options)
+  let first = true
+  for await (const batch of batches) {
+    // Between batches the process serves others: a reader of the stream in the same process (a
+    // host embedding the app, app.request) never waits on I/O, so a million-row export would
+    // otherwise hold the event loop from its first row to its last.
+    if (!first) await nextTurn()
+    first = false
+    yield batch
+  }
 }
 
 /**

@@ -189,6 +189,31 @@ describe('exports stream in the view order', () => {
     expect(groupedCodes.slice(0, 6)).toEqual(['r18', 'r00', 'r30', 'r24', 'r06', 'r12'])
   })
 
+  it.skipIf(onTarget(['workers', 'deno'], SKIP.sameProcess))(
+    'gives the process a turn between batches, even to a reader in the same process',
+    async () => {
+      const viewId = await createView({ sorting: [{ columnTitle: 'Family', direction: 'asc' }] })
+      const res = await t.app.request(`/api/views/${viewId}/export?format=csv`, {
+        headers: await authHeaders('tenant-a', 'alice'),
+      })
+      expect(res.status).toBe(200)
+      // Queued before the first read: it runs at the first turn the export gives the process.
+      let turned = false
+      setImmediate(() => {
+        turned = true
+      })
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader()
+      let readAfterTurn = 0
+      for (;;) {
+        const { done } = await reader.read()
+        if (done) break
+        if (turned) readAfterTurn++
+      }
+      // Without the turns the whole export runs in promise callbacks, before any timer or socket.
+      expect(readAfterTurn).toBeGreaterThan(0)
+    },
+  )
+
   it.skipIf(onTarget('workers', SKIP.workersXlsx))('excel follows the view order', async () => {
     const viewId = await createView({ sorting: [{ columnTitle: 'Family', direction: 'desc', priority: 1 }] })
     expect(await excelCodes(viewId)).toEqual(familyDesc())
