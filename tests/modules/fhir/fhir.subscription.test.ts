@@ -114,6 +114,21 @@ async function received(r: FixtureServer, n: number, payload?: 'empty' | 'id-onl
   return r.requests.map((q) => checkNotification(JSON.parse(q.body), payload))
 }
 
+/**
+ * The subscription's status once the outcome of its last delivery is recorded: the sender writes
+ * it when the receiver has answered, which may be after the request arrived (on the Deno and
+ * Workers targets the server's own delivery races the test's read). Waits up to 5 s for `expected`.
+ */
+async function settledStatus(id: string, expected: string): Promise<string> {
+  let status = ''
+  for (let waited = 0; waited < 5_000; waited += 20) {
+    status = (await alice.get(`/fhir/Subscription/${id}`)).body.status
+    if (status === expected) break
+    await sleep(20)
+  }
+  return status
+}
+
 /** Waits a moment, steps, and says nothing more arrived than `n`. */
 async function nothingBeyond(r: FixtureServer, n: number) {
   await step(t.deps)
@@ -160,6 +175,7 @@ describe('POST /fhir/Subscription', () => {
     expect(req.headers.authorization).toBe('Bearer receiver-token')
     const secret = created.extension.find((e) => e.url === 'urn:panels:fhir:signing-secret')!.valueString
     expect(req.headers['x-signature-256']).toBe(expectedSignature(secret, req.body))
+    expect(await settledStatus(created.id, 'active')).toBe('active')
     const read = await alice.get(`/fhir/Subscription/${created.id}`)
     expect(read.status).toBe(200)
     expect(read.headers.get('content-type')).toBe('application/fhir+json')
@@ -443,8 +459,7 @@ describe('$events, heartbeats, the end of the view and delete', () => {
     const [, end] = await received(r, 2)
     expect(end).toMatchObject({ type: 'event-notification', status: 'error', events: [] })
     expect(end.errors[0].text).toContain(`Group/${doomed}`)
-    const read = await alice.get(`/fhir/Subscription/${created.id}`)
-    expect(read.body.status).toBe('error')
+    expect(await settledStatus(created.id, 'error')).toBe('error')
     await emit(t.deps, 'tenant-a', [rowEvent('row.entered', 'Patient/late', {}, doomed)])
     t.clock.advance(3_600_000)
     await nothingBeyond(r, 2)
