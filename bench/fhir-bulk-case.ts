@@ -3,6 +3,7 @@
  *   bulk <dir> <baseUrl>     a `fhir` source in bulk mode (system $export, since none) created and synced
  *   search <dir> <baseUrl>   a `fhir` source searching Patient in pages of <pageSize> (4th argument)
  * Each on a fresh libSQL file database in the folder. Prints one JSON line: { rows, seconds, peakRssMiB }.
+ * The process tunes its heap at start as the service's Node entry does (src/runtime/node-heap.ts).
  */
 import { join } from 'node:path'
 import { createStorage } from 'unstorage'
@@ -14,11 +15,13 @@ import { createLogger } from '../src/lib/logger.ts'
 import { createDataSource } from '../src/modules/datasources/datasources.service.ts'
 import { createPanel } from '../src/modules/panels/panels.service.ts'
 import { sha256Hex } from '../src/runtime/node-crypto.ts'
+import { tuneHeap } from '../src/runtime/node-heap.ts'
 import { openDatabase } from '../src/runtime/node-primitives.ts'
 
 const [kind, dir, baseUrl, pageSize] = process.argv.slice(2)
 
 async function main() {
+  tuneHeap()
   const config = parseConfig({
     DATABASE_URL: `file:${join(dir, `${kind}.db`)}`,
     JWT_SECRET: 'bench-secret-0123456789-0123456789-abcdef',
