@@ -353,12 +353,11 @@ function moveStatements(membership: PanelMembership, view: MemberView, write: Ro
 }
 
 /**
- * How a matched row moves in its view, over the columns of `alias` (`row`, `member_row`, `id`,
+ * How a matched row moves in its view, over the columns of alias `a` (`row`, `member_row`, `id`,
  * `member_id`): entered, updated (the row as shown differs, its `_id` aside), moved (a new
  * identity, or `rekeyed`: its order keys or summary values differ), or not at all (null).
  */
-function moveKind(alias: string, rekeyed?: string): SQL {
-  const a = alias
+function moveKind(a: string, rekeyed?: string): SQL {
   return sql.raw(`CASE WHEN ${a}.member_row IS NULL THEN 'entered'
       WHEN ${a}.member_row IS NOT ${a}.row
         AND (${a}.member_id IS ${a}.id OR json_remove(${a}.member_row, '$._id') IS NOT json_remove(${a}.row, '$._id')) THEN 'updated'
