@@ -7,7 +7,10 @@ import { identityStatement, workJson } from './work-sql.ts'
  * the other for them.
  */
 
-/** Records per INSERT statement: one JSON parameter each, expanded by SQLite's json_each. */
+/**
+ * Records per INSERT statement: one JSON parameter each (D1 binds at most 100), expanded by
+ * SQLite's json_each; each record's data, cells and errors in it are JSON texts as strings.
+ */
 export const RECORDS_PER_STATEMENT = 1000
 
 /** Where stored rows go: one generation of one source of a panel. */
@@ -57,7 +60,7 @@ export const sourceExists = (dataSourceId: number) => sql`EXISTS (SELECT 1 FROM 
  */
 const dataChangedAt = (dataSourceId: number, now: string) => sql`coalesce((SELECT p.updated_at FROM records p
   WHERE p.data_source_id = ${dataSourceId} AND p.generation = (SELECT current_generation FROM data_sources WHERE id = ${dataSourceId})
-    AND p.key = j.value ->> 0 AND p.data = j.value -> 1), ${now})`
+    AND p.key = j.value ->> 0 AND p.data = j.value ->> 1), ${now})`
 
 /**
  * INSERTs of stored rows (cells computed already) into one generation, one JSON parameter per
@@ -86,9 +89,10 @@ export function insertRowStatements(
     // their JSON one element shorter (each element is read again for every `->`).
     const keyed = slice.some((r) => r.recordKey != null)
     const keepsTimes = target.keepsTimes !== false && slice.some((r) => r.resource !== false)
-    const items = slice.map(
-      (r) =>
-        `[${JSON.stringify(r.key)},${r.data},${r.cells},${r.errors}${keyed ? `,${JSON.stringify(r.recordKey ?? null)}` : ''}]`,
+    // Each row an array of texts: SQLite reads a text element as it is (`->>`), where a JSON one
+    // would be parsed and written out again, once for the row and once for the element.
+    const items = slice.map((r) =>
+      JSON.stringify(keyed ? [r.key, r.data, r.cells, r.errors, r.recordKey ?? null] : [r.key, r.data, r.cells, r.errors]),
     )
     // Each row with its lasting identity (made on first sight) and that identity's work (work-sql.ts).
     statements.push(
@@ -97,7 +101,7 @@ export function insertRowStatements(
       INSERT INTO records (tenant_id, panel_id, data_source_id, generation, key, record_key, data, cells, errors, cells_version,
                            row_id, work, created_at, updated_at)
       SELECT ${target.tenantId}, ${target.panelId}, ${target.dataSourceId}, ${target.generation}, j.value ->> 0,
-        ${keyed ? sql`j.value ->> 4` : sql`NULL`}, j.value -> 1, j.value -> 2, nullif(j.value -> 3, 'null'), ${version},
+        ${keyed ? sql`j.value ->> 4` : sql`NULL`}, j.value ->> 1, j.value ->> 2, nullif(j.value ->> 3, 'null'), ${version},
         i.id, ${workJson('i')}, ${now}, ${keepsTimes ? dataChangedAt(target.dataSourceId, now) : now}
       FROM json_each(${`[${items.join(',')}]`}) j
         CROSS JOIN row_identities i ON i.data_source_id = ${target.dataSourceId} AND i.key = j.value ->> 0
