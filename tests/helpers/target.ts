@@ -44,11 +44,9 @@ export const SKIP = {
     "drives the service's libSQL client with a fresh connection per statement (the remote libSQL protocol's worst case); workerd's D1 and the Deno server keep their own connections",
   workersConnect:
     "BUG: on workerd a refused PostgreSQL connection ends the source in error as 'Reading from … failed', not 'connection refused' (the socket error there carries no code)",
-  workersXlsx:
-    'xlsx needs exceljs, which the Workers bundle leaves out (400 naming the runtime); on Deno the xlsx import answers 400 (not yet diagnosed)',
+  workersXlsx: 'xlsx needs exceljs, which the Workers bundle leaves out (400 naming the runtime)',
   workersPdf: 'PDF export needs pdfkit, which the Workers bundle leaves out (400 naming the runtime)',
   feedState: "reads the in-process change feed's state (its open streams) and stops the in-process deps",
-  workersHeaders: 'BUG: workerd answers one prepared response header fewer than Node on the same routes',
   sameProcess:
     "reads a response stream in the process that serves it; the servers' responses reach the test over a socket and are read whole",
 } as const

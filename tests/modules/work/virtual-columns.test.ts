@@ -411,7 +411,7 @@ describe('exports', () => {
     expect(JSON.parse(await download(plain, 'json'))).toEqual([{ Id: 'p2', Name: 'Grace', Age: 45 }])
   })
 
-  it.skipIf(onTarget(['workers', 'deno'], SKIP.workersXlsx))(
+  it.skipIf(onTarget('workers', SKIP.workersXlsx))(
     'excel holds each as its kind: dates as dates, booleans and counts as such',
     async () => {
       const view = await createView({
