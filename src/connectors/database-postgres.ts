@@ -207,6 +207,12 @@ function toConnectorError(err: unknown, target: Target, config: DatabaseConfig, 
       message = `The connection to ${where} ended before the read finished`
       break
     default:
+      // workerd's sockets carry no code: a connection it could not open (refused or unreachable
+      // alike) is this message.
+      if (!e.code && /cannot connect to the specified address/i.test(e.message ?? '')) {
+        message = `Could not connect to ${where}: connection refused or address unreachable`
+        break
+      }
       message = /^[0-9A-Z]{5}$/.test(e.code ?? '')
         ? `${where} answered an error (${e.code}): ${e.message}`
         : `Reading from ${where} failed${e.code ? ` (${e.code})` : ''}`

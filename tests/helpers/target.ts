@@ -42,8 +42,6 @@ export const SKIP = {
   earlyAnswer: "Miniflare's loopback resets the connection when the worker answers before reading a large body",
   freshConnections:
     "drives the service's libSQL client with a fresh connection per statement (the remote libSQL protocol's worst case); workerd's D1 and the Deno server keep their own connections",
-  workersConnect:
-    "BUG: on workerd a refused PostgreSQL connection ends the source in error as 'Reading from … failed', not 'connection refused' (the socket error there carries no code)",
   workersXlsx: 'xlsx needs exceljs, which the Workers bundle leaves out (400 naming the runtime)',
   workersPdf: 'PDF export needs pdfkit, which the Workers bundle leaves out (400 naming the runtime)',
   feedState: "reads the in-process change feed's state (its open streams) and stops the in-process deps",
