@@ -137,21 +137,18 @@ describe('POST /api/panels/{panelId}/datasources', () => {
     expect(res.body.error).toBe('Panel not found')
   })
 
-  it(
-    'stores a source whose initial sync cannot connect, ending it in an honest error',
-    async () => {
-      const res = await createSource(alice, panelId, { connectionString: 'postgres://u:p@127.0.0.1:1/x', table: 't' }, 'database')
-      expect(res.status).toBe(201)
-      expect(res.body).toMatchObject({ syncStatus: 'error', lastSyncAt: null })
-      // workerd's sockets do not tell a refused connection from an unreachable address.
-      expect(res.body.errorMessage).toBe(
-        TARGET === 'workers'
-          ? 'Could not connect to PostgreSQL at 127.0.0.1: connection refused or address unreachable'
-          : 'Could not connect to PostgreSQL at 127.0.0.1: connection refused',
-      )
-      expect(await allRecords(t, res.body.id)).toHaveLength(0)
-    },
-  )
+  it('stores a source whose initial sync cannot connect, ending it in an honest error', async () => {
+    const res = await createSource(alice, panelId, { connectionString: 'postgres://u:p@127.0.0.1:1/x', table: 't' }, 'database')
+    expect(res.status).toBe(201)
+    expect(res.body).toMatchObject({ syncStatus: 'error', lastSyncAt: null })
+    // workerd's sockets do not tell a refused connection from an unreachable address.
+    expect(res.body.errorMessage).toBe(
+      TARGET === 'workers'
+        ? 'Could not connect to PostgreSQL at 127.0.0.1: connection refused or address unreachable'
+        : 'Could not connect to PostgreSQL at 127.0.0.1: connection refused',
+    )
+    expect(await allRecords(t, res.body.id)).toHaveLength(0)
+  })
 
   it('answers 201 with syncStatus error when the initial sync fails', async () => {
     const res = await createSource(alice, panelId, apiConfig('/unavailable', { retryAttempts: 0 }))
