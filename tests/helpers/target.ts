@@ -29,13 +29,13 @@ export const REMOTE = TARGET !== 'node'
  */
 export const SKIP = {
   noFiles:
-    "needs a files folder of the test: the harness does not yet hand the test's files to the Workers R2 bucket or the Deno server's FILES_DIR",
+    "needs a files folder of the test: a worker's files are in its R2 bucket, which the harness does not fill from the test's folder (the Deno server takes the folder as its FILES_DIR)",
   serverFiles:
     "drives a `$viewdefinition-export` job from the test process, which does not reach the server's file storage (its files and the job's own polls are tested on every target)",
   bareNode: 'builds an in-process app without a files folder (the Workers refusal is tested in tests/runtime/workers.test.ts)',
   logs: "reads the app's captured log lines, which stay in the server process",
   inProcess:
-    'changes the in-process app or its primitives (adds a route, injects a cache, closes the database, spies on WebCrypto)',
+    "changes the in-process app or its primitives (adds a route, injects a cache, closes the database, spies on WebCrypto), or reads a module's state there (the FHIRPath engine's loading)",
   cacheDriver: 'expects the in-process memory cache driver in /health; the servers report their own (kv, fs)',
   clientIp: "the servers record every request's client IP in change metadata (CF-Connecting-IP on workerd, the socket on Deno)",
   cfIp: 'on Workers the client IP is CF-Connecting-IP (Miniflare sends loopback), so X-Forwarded-For does not set it',

@@ -42,7 +42,7 @@ const rowsOf = async () => (await storedRows(t, panelId)).map((r) => [r.cells.MR
 const errorsOf = (body: { errors: { row: number; field: string; message: string }[] }) =>
   body.errors.map((e) => [e.row, e.field, e.message])
 
-describe.skipIf(onTarget(['workers', 'deno'], SKIP.noFiles))('POST /api/panels/{panelId}/import (updateExisting)', () => {
+describe.skipIf(onTarget('workers', SKIP.noFiles))('POST /api/panels/{panelId}/import (updateExisting)', () => {
   it('updates the imported row whose unique value matches, also one imported before without uniqueFields', async () => {
     await importRows(t, panelId, json({}), [
       { mrn: 'A', status: 'new' },
@@ -210,7 +210,7 @@ describe.skipIf(onTarget(['workers', 'deno'], SKIP.noFiles))('POST /api/panels/{
   })
 })
 
-describe.skipIf(onTarget(['workers', 'deno'], SKIP.noFiles))(
+describe.skipIf(onTarget('workers', SKIP.noFiles))(
   'POST /api/panels/{panelId}/import (uniqueFields without updateExisting)',
   () => {
     it('rejects a row matching a stored one, naming the values', async () => {
