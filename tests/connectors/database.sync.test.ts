@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createClient } from '@libsql/client'
@@ -6,7 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { makeTestApp, type TestApp } from '../helpers/app.ts'
 import { clientFor, type TestClient } from '../helpers/http.ts'
 import { type PgServer, startPasswordGate, startPgServer } from '../helpers/pg-server.ts'
-import { onTarget, REMOTE, SKIP } from '../helpers/target.ts'
+import { onTarget, REMOTE, SKIP, TARGET } from '../helpers/target.ts'
 import { createPanel, createSource, currentRecords, runsOf } from '../modules/datasources/fixtures.ts'
 
 let pg: PgServer
@@ -34,7 +34,7 @@ beforeEach(async () => {
 
 const sync = (id: number) => alice.post(`/api/datasources/${id}/sync`)
 
-describe.skipIf(onTarget('workers', SKIP.noFiles))('database sources through the API', () => {
+describe('database sources through the API', () => {
   it('refuses a query that writes or holds several statements, and a file outside the files folder (400)', async () => {
     for (const query of [
       'INSERT INTO encounters VALUES (9)',
@@ -76,35 +76,52 @@ describe.skipIf(onTarget('workers', SKIP.noFiles))('database sources through the
     expect((await runsOf(t, created.body.id)).at(-1)).toMatchObject({ rowsRead: 2, rowsWritten: 2 })
   })
 
-  it('keeps the cursor of the last committed batch when a later batch fails', async () => {
-    const file = join(filesDir, 'items.sqlite')
-    const writer = createClient({ url: `file:${file}` })
-    await writer.executeMultiple(`
+  it.runIf(TARGET === 'workers')(
+    'fails the sync of a SQLite source on Workers, naming the runtime, storing nothing',
+    async () => {
+      await writeFile(join(filesDir, 'none.sqlite'), '')
+      const res = await createSource(alice, panelId, { connectionString: 'file:none.sqlite', table: 'items' }, 'database')
+      expect(res.status).toBe(201)
+      expect(res.body).toMatchObject({
+        syncStatus: 'error',
+        errorMessage: 'SQLite and libSQL databases cannot be read on the workers runtime (no driver)',
+      })
+      expect(await currentRecords(t, res.body.id)).toEqual([])
+    },
+  )
+
+  it.skipIf(onTarget('workers', SKIP.noSqlite))(
+    'keeps the cursor of the last committed batch when a later batch fails',
+    async () => {
+      const file = join(filesDir, 'items.sqlite')
+      const writer = createClient({ url: `file:${file}` })
+      await writer.executeMultiple(`
       DROP TABLE IF EXISTS items;
       CREATE TABLE items (id INTEGER PRIMARY KEY, seq INTEGER NOT NULL, payload TEXT);
       CREATE INDEX items_seq ON items (seq);
       INSERT INTO items VALUES (1, 1, '{"n":"a"}'), (2, 2, '{"n":"b"}'), (3, 3, '{"n":"c"}'), (4, 4, '{"n":"d"}'),
                                (5, 5, 'not json'), (6, 6, '{"n":"f"}');`)
-    const config = {
-      connectionString: 'file:items.sqlite',
-      query: "SELECT id, seq, json_extract(payload, '$.n') AS n FROM items",
-      incrementalColumn: 'seq',
-      keyField: 'id',
-      batchSize: 2,
-    }
-    const failed = await createSource(alice, panelId, config, 'database')
-    expect(failed.body).toMatchObject({ syncStatus: 'error' })
-    expect(failed.body.errorMessage).toMatch(/^Reading SQLite file items\.sqlite failed: .*malformed JSON/)
-    // Batches [1] and [2, 3] committed (4 waits for the rest of its value); the cursor is theirs.
-    expect(failed.body.config.lastSyncValue).toBe(3)
-    expect((await currentRecords(t, failed.body.id)).map((r) => r.key)).toEqual(['1', '2', '3'])
-    await writer.execute(`UPDATE items SET payload = '{"n":"e"}' WHERE id = 5`)
-    writer.close()
-    const retried = await sync(failed.body.id)
-    expect(retried.body).toMatchObject({ syncStatus: 'success', recordsProcessed: 3 })
-    expect(retried.body.config.lastSyncValue).toBe(6)
-    expect((await currentRecords(t, failed.body.id)).map((r) => r.data.n)).toEqual(['a', 'b', 'c', 'd', 'e', 'f'])
-  })
+      const config = {
+        connectionString: 'file:items.sqlite',
+        query: "SELECT id, seq, json_extract(payload, '$.n') AS n FROM items",
+        incrementalColumn: 'seq',
+        keyField: 'id',
+        batchSize: 2,
+      }
+      const failed = await createSource(alice, panelId, config, 'database')
+      expect(failed.body).toMatchObject({ syncStatus: 'error' })
+      expect(failed.body.errorMessage).toMatch(/^Reading SQLite file items\.sqlite failed: .*malformed JSON/)
+      // Batches [1] and [2, 3] committed (4 waits for the rest of its value); the cursor is theirs.
+      expect(failed.body.config.lastSyncValue).toBe(3)
+      expect((await currentRecords(t, failed.body.id)).map((r) => r.key)).toEqual(['1', '2', '3'])
+      await writer.execute(`UPDATE items SET payload = '{"n":"e"}' WHERE id = 5`)
+      writer.close()
+      const retried = await sync(failed.body.id)
+      expect(retried.body).toMatchObject({ syncStatus: 'success', recordsProcessed: 3 })
+      expect(retried.body.config.lastSyncValue).toBe(6)
+      expect((await currentRecords(t, failed.body.id)).map((r) => r.data.n)).toEqual(['a', 'b', 'c', 'd', 'e', 'f'])
+    },
+  )
 
   it('words a wrong password clearly, never answering or logging it', async () => {
     const gate = await startPasswordGate(pg.port, 'correct-staple')

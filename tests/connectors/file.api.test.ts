@@ -20,7 +20,7 @@ beforeAll(async () => {
 })
 afterAll(() => rm(root, { recursive: true, force: true }))
 
-describe.skipIf(onTarget('workers', SKIP.noFiles))('POST /api/panels/{panelId}/datasources (file sources)', () => {
+describe('POST /api/panels/{panelId}/datasources (file sources)', () => {
   beforeEach(async () => {
     t = await makeTestApp({ filesDir: root })
     alice = clientFor(t.app, 'tenant-a', 'alice')

@@ -28,8 +28,8 @@ export const REMOTE = TARGET !== 'node'
  * (tests/helpers/target.test.ts checks it), so the list stays short and visible.
  */
 export const SKIP = {
-  noFiles:
-    "needs a files folder of the test: a worker's files are in its R2 bucket, which the harness does not fill from the test's folder (the Deno server takes the folder as its FILES_DIR)",
+  noSqlite:
+    'reads a SQLite file as a database source, which Workers cannot (no driver: the sync fails naming the runtime, tested in tests/connectors/database.sync.test.ts)',
   serverFiles:
     "drives a `$viewdefinition-export` job from the test process, which does not reach the server's file storage (its files and the job's own polls are tested on every target)",
   bareNode: 'builds an in-process app without a files folder (the Workers refusal is tested in tests/runtime/workers.test.ts)',

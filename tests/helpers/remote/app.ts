@@ -29,8 +29,6 @@ function refuse(options: TestAppOptions) {
   const unsupported = [
     options.fetch && 'an injected fetch (the server makes its own requests)',
     options.storage && 'a cache storage of the test (the server has its own)',
-    // The Deno server runs on this machine and reads the folder as its FILES_DIR; a worker's files are in R2.
-    options.filesDir && TARGET === 'workers' && 'a files folder of the test',
     options.client && 'a database client of the test',
   ].filter(Boolean)
   if (unsupported.length > 0) {
@@ -55,7 +53,7 @@ const uncapturedLogs = new Proxy([] as Record<string, unknown>[], {
 export async function remoteTestApp(secret: string, options: TestAppOptions) {
   refuse(options)
   const remote = await serverFor(secret)
-  await remote.reset(options.filesDir ? { ...options.env, FILES_DIR: options.filesDir } : (options.env ?? {}))
+  await remote.reset(options.env ?? {}, options.filesDir)
   const clock = options.clock ?? testClock()
   const config = parseConfig(remoteEnv(secret, { ...options.env, LOG_LEVEL: 'silent' }))
   const deps = await buildDeps(config, {

@@ -121,7 +121,9 @@ export async function startDeno(secret: string): Promise<RemoteServer> {
     db: createDb(current),
     client,
     storage,
-    async reset(env) {
+    async reset(testEnv, filesDir) {
+      // A test's files folder is the server's FILES_DIR: it runs on this machine.
+      const env = filesDir ? { ...testEnv, FILES_DIR: filesDir } : testEnv
       // Rate-limit windows live in the process: a test app that limits starts a fresh one.
       if (JSON.stringify(env) !== served || env.RATE_LIMIT_ENABLED === 'true') await start(env)
       // The wipe has a connection of its own: a statement of the shared one that SQLITE_BUSY stopped half-way

@@ -17,9 +17,11 @@ export interface RemoteServer {
   readonly runtime: 'workers' | 'deno'
   /**
    * Empties the database (every table, sqlite_sequence included) and the cache, and makes the server
-   * run with `env` on top of the test environment (restarting it only when that changes).
+   * run with `env` on top of the test environment (restarting it only when that changes), its file
+   * storage being the test's `filesDir` when given (the Deno server's FILES_DIR; the worker's R2
+   * bucket mirrored to and from it, r2-mirror.ts).
    */
-  reset(env: EnvRecord): Promise<void>
+  reset(env: EnvRecord, filesDir?: string): Promise<void>
   /** Sends a request to the server as it was addressed (`http://localhost/api/…`) and returns its response. */
   dispatch(request: Request): Promise<Response>
   /** drizzle over the server's database, from the test process. */

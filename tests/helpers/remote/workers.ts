@@ -10,6 +10,7 @@ import { inject } from 'vitest'
 import type { EnvRecord } from '../../../src/config.ts'
 import { d1Db } from '../../../src/runtime/workers-d1.ts'
 import { tomlList, tomlString } from '../wrangler-toml.ts'
+import { type MirrorBucket, r2Mirror } from './r2-mirror.ts'
 import { NULL_BODY, type RemoteServer, remoteEnv, type SqlClient, TABLES_SQL, wipeStatements } from './server.ts'
 
 /** libSQL's `execute` over a D1 binding: what tests use to read and poke at stored rows. */
@@ -83,6 +84,7 @@ export async function startWorkers(secret: string): Promise<RemoteServer> {
     }
   }
   let bound = await connect()
+  let mirror: ReturnType<typeof r2Mirror> | undefined
 
   return {
     runtime: 'workers',
@@ -95,7 +97,7 @@ export async function startWorkers(secret: string): Promise<RemoteServer> {
     get storage() {
       return bound.storage
     },
-    async reset(env) {
+    async reset(env, filesDir) {
       const wanted = JSON.stringify(env)
       // Rate-limit windows live in the isolate: a test app that limits starts a fresh one.
       if (wanted !== served || env.RATE_LIMIT_ENABLED === 'true') {
@@ -113,9 +115,13 @@ export async function startWorkers(secret: string): Promise<RemoteServer> {
       await d1.batch([d1.prepare('PRAGMA defer_foreign_keys = on'), ...statements.map((s) => d1.prepare(s))])
       await storage.clear()
       output = ''
+      // A test's files folder: the bucket holds what it holds, before each request and after.
+      mirror = filesDir ? r2Mirror((await mf.getR2Bucket('FILES')) as unknown as MirrorBucket, filesDir) : undefined
+      await mirror?.clear()
     },
     async dispatch(request) {
       const body = request.method === 'GET' || request.method === 'HEAD' ? undefined : await request.arrayBuffer()
+      await mirror?.toBucket()
       const res = await mf.dispatchFetch(request.url, {
         method: request.method,
         headers: [...request.headers],
@@ -128,6 +134,7 @@ export async function startWorkers(secret: string): Promise<RemoteServer> {
         return new Response(res.body as ReadableStream, { status: res.status, headers: [...res.headers] })
       }
       const bytes = NULL_BODY.has(res.status) ? null : await res.arrayBuffer()
+      await mirror?.toFolder()
       if (res.status >= 500 && output) console.error(`workerd output:\n${output}`)
       return new Response(bytes, { status: res.status, statusText: res.statusText, headers: [...res.headers] })
     },

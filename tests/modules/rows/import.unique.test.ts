@@ -4,7 +4,6 @@ import { join } from 'node:path'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { makeTestApp, type TestApp } from '../../helpers/app.ts'
 import { clientFor, type TestClient } from '../../helpers/http.ts'
-import { onTarget, SKIP } from '../../helpers/target.ts'
 import { baseColumn, createPanel, importFile, importRows, storedRows } from './import.fixtures.ts'
 
 /** Matching by uniqueFields (docs/import-export.md "Matching"): the panel's rows, by their cells as materialised. */
@@ -42,7 +41,7 @@ const rowsOf = async () => (await storedRows(t, panelId)).map((r) => [r.cells.MR
 const errorsOf = (body: { errors: { row: number; field: string; message: string }[] }) =>
   body.errors.map((e) => [e.row, e.field, e.message])
 
-describe.skipIf(onTarget('workers', SKIP.noFiles))('POST /api/panels/{panelId}/import (updateExisting)', () => {
+describe('POST /api/panels/{panelId}/import (updateExisting)', () => {
   it('updates the imported row whose unique value matches, also one imported before without uniqueFields', async () => {
     await importRows(t, panelId, json({}), [
       { mrn: 'A', status: 'new' },
@@ -210,65 +209,62 @@ describe.skipIf(onTarget('workers', SKIP.noFiles))('POST /api/panels/{panelId}/i
   })
 })
 
-describe.skipIf(onTarget('workers', SKIP.noFiles))(
-  'POST /api/panels/{panelId}/import (uniqueFields without updateExisting)',
-  () => {
-    it('rejects a row matching a stored one, naming the values', async () => {
-      await importRows(t, panelId, INSERT, [{ mrn: 'A', status: 'new' }])
-      const res = await importRows(t, panelId, INSERT, [
-        { mrn: 'A', status: 'changed' },
-        { mrn: 'B', status: 'new' },
-      ])
-      expect(res.body).toMatchObject({ rowsRead: 2, rowsImported: 1, rowsUpdated: 0, rowsRejected: 1 })
-      expect(errorsOf(res.body)).toEqual([
-        [1, 'MRN', 'a row with MRN = "A" already exists (set options.updateExisting to update it)'],
-      ])
-      expect(await rowsOf()).toEqual([
-        ['A', 'new'],
-        ['B', 'new'],
-      ])
-    })
+describe('POST /api/panels/{panelId}/import (uniqueFields without updateExisting)', () => {
+  it('rejects a row matching a stored one, naming the values', async () => {
+    await importRows(t, panelId, INSERT, [{ mrn: 'A', status: 'new' }])
+    const res = await importRows(t, panelId, INSERT, [
+      { mrn: 'A', status: 'changed' },
+      { mrn: 'B', status: 'new' },
+    ])
+    expect(res.body).toMatchObject({ rowsRead: 2, rowsImported: 1, rowsUpdated: 0, rowsRejected: 1 })
+    expect(errorsOf(res.body)).toEqual([
+      [1, 'MRN', 'a row with MRN = "A" already exists (set options.updateExisting to update it)'],
+    ])
+    expect(await rowsOf()).toEqual([
+      ['A', 'new'],
+      ['B', 'new'],
+    ])
+  })
 
-    it('rejects the repeats of a key inside one csv file, keeping the first', async () => {
-      const config = {
-        format: 'csv',
-        mapping: [
-          { sourceField: 'MRN', targetColumn: 'MRN' },
-          { sourceField: 'Status', targetColumn: 'Status' },
-        ],
-        options: { createColumns: true },
-        validation: { uniqueFields: ['MRN'] },
-      }
-      const res = await importFile(t, panelId, { content: 'MRN,Status\n7,a\n8,b\n7,c\n7,d\n', name: 'dups.csv' }, config)
-      expect(res.body).toMatchObject({ rowsRead: 4, rowsImported: 2, rowsRejected: 2 })
-      expect(errorsOf(res.body)).toEqual([
-        [3, 'MRN', 'duplicate of row 1 (MRN = "7")'],
-        [4, 'MRN', 'duplicate of row 1 (MRN = "7")'],
-      ])
-      expect(await rowsOf()).toEqual([
-        ['7', 'a'],
-        ['8', 'b'],
-      ])
-    })
+  it('rejects the repeats of a key inside one csv file, keeping the first', async () => {
+    const config = {
+      format: 'csv',
+      mapping: [
+        { sourceField: 'MRN', targetColumn: 'MRN' },
+        { sourceField: 'Status', targetColumn: 'Status' },
+      ],
+      options: { createColumns: true },
+      validation: { uniqueFields: ['MRN'] },
+    }
+    const res = await importFile(t, panelId, { content: 'MRN,Status\n7,a\n8,b\n7,c\n7,d\n', name: 'dups.csv' }, config)
+    expect(res.body).toMatchObject({ rowsRead: 4, rowsImported: 2, rowsRejected: 2 })
+    expect(errorsOf(res.body)).toEqual([
+      [3, 'MRN', 'duplicate of row 1 (MRN = "7")'],
+      [4, 'MRN', 'duplicate of row 1 (MRN = "7")'],
+    ])
+    expect(await rowsOf()).toEqual([
+      ['7', 'a'],
+      ['8', 'b'],
+    ])
+  })
 
-    it('rejects rows whose unique value is missing or blank, telling "" from missing, and matches none of them', async () => {
-      await importRows(t, panelId, UPDATE, [{ mrn: 'A', status: 'stored' }])
-      const res = await importRows(t, panelId, UPDATE, [
-        { mrn: '', status: 'a' },
-        { status: 'b' },
-        { mrn: null, status: 'c' },
-        { mrn: '  ', status: 'd' },
-      ])
-      expect(res.body).toMatchObject({ rowsRead: 4, rowsImported: 0, rowsUpdated: 0, rowsRejected: 4 })
-      expect(errorsOf(res.body)).toEqual([
-        [1, 'MRN', 'MRN is blank (""); a blank value cannot identify the row (uniqueFields)'],
-        [2, 'MRN', 'MRN is missing; it identifies the row (uniqueFields)'],
-        [3, 'MRN', 'MRN is missing; it identifies the row (uniqueFields)'],
-        [4, 'MRN', 'MRN is blank ("  "); a blank value cannot identify the row (uniqueFields)'],
-      ])
-      const csv = await importFile(t, panelId, { content: 'mrn,status\n,e\n', name: 'blank.csv' }, { ...UPDATE, format: 'csv' })
-      expect(errorsOf(csv.body)).toEqual([[1, 'MRN', 'MRN is blank (""); a blank value cannot identify the row (uniqueFields)']])
-      expect(await rowsOf()).toEqual([['A', 'stored']])
-    })
-  },
-)
+  it('rejects rows whose unique value is missing or blank, telling "" from missing, and matches none of them', async () => {
+    await importRows(t, panelId, UPDATE, [{ mrn: 'A', status: 'stored' }])
+    const res = await importRows(t, panelId, UPDATE, [
+      { mrn: '', status: 'a' },
+      { status: 'b' },
+      { mrn: null, status: 'c' },
+      { mrn: '  ', status: 'd' },
+    ])
+    expect(res.body).toMatchObject({ rowsRead: 4, rowsImported: 0, rowsUpdated: 0, rowsRejected: 4 })
+    expect(errorsOf(res.body)).toEqual([
+      [1, 'MRN', 'MRN is blank (""); a blank value cannot identify the row (uniqueFields)'],
+      [2, 'MRN', 'MRN is missing; it identifies the row (uniqueFields)'],
+      [3, 'MRN', 'MRN is missing; it identifies the row (uniqueFields)'],
+      [4, 'MRN', 'MRN is blank ("  "); a blank value cannot identify the row (uniqueFields)'],
+    ])
+    const csv = await importFile(t, panelId, { content: 'mrn,status\n,e\n', name: 'blank.csv' }, { ...UPDATE, format: 'csv' })
+    expect(errorsOf(csv.body)).toEqual([[1, 'MRN', 'MRN is blank (""); a blank value cannot identify the row (uniqueFields)']])
+    expect(await rowsOf()).toEqual([['A', 'stored']])
+  })
+})

@@ -84,7 +84,7 @@ async function expectTypedBlanksNull() {
   expect(await namesWhere('Note', 'isEmpty')).toEqual(['Grace'])
 }
 
-describe.skipIf(onTarget('workers', SKIP.noFiles))('file sources', () => {
+describe('file sources', () => {
   beforeEach(() => setUp(true))
 
   it.each([

@@ -195,7 +195,7 @@ describe('the write protocol: each writer appends the events a sync appends for 
     expect(await byFullSync(BEFORE)).toEqual([])
   })
 
-  it('an incremental sync', { skip: onTarget('workers', SKIP.noFiles) }, async () => {
+  it('an incremental sync', { skip: onTarget('workers', SKIP.noSqlite) }, async () => {
     const w = await world(true)
     const file = join(filesDir, 'ward.sqlite')
     const db = createClient({ url: `file:${file}` })

@@ -201,7 +201,7 @@ describe('full syncs', () => {
 })
 
 describe('other writers keep _id', () => {
-  it('an incremental sync', { skip: onTarget('workers', SKIP.noFiles) }, async () => {
+  it('an incremental sync', { skip: onTarget('workers', SKIP.noSqlite) }, async () => {
     const w = await world({ filesDir })
     const db = createClient({ url: `file:${join(filesDir, 'ward.sqlite')}` })
     await db.executeMultiple(
