@@ -128,7 +128,27 @@ export function outcomeText(body: string | unknown): string | undefined {
 
 // --- Internal helpers ---
 
+/**
+ * The resources of one type's search, page after page, in batches of BATCH_SIZE: pages smaller
+ * than a batch (a server's default `_count` is often 20) are gathered, so each write carries a
+ * batch rather than a page (each write is a transaction with its fixed cost). A search is always
+ * a full sync: a failure drops the whole generation, so records gathered and not yet yielded lose
+ * nothing.
+ */
 async function* search(config: FhirConfig, ctx: ConnectorContext, client: HttpClient, type: string) {
+  let gathered: SourceRecord[] = []
+  for await (const records of searchPages(config, ctx, client, type)) {
+    gathered = gathered.length === 0 ? records : gathered.concat(records)
+    while (gathered.length >= BATCH_SIZE) {
+      yield gathered.slice(0, BATCH_SIZE)
+      gathered = gathered.slice(BATCH_SIZE)
+    }
+  }
+  if (gathered.length > 0) yield gathered
+}
+
+/** The searched resources of each page of one type's search, following `link[next]`. */
+async function* searchPages(config: FhirConfig, ctx: ConnectorContext, client: HttpClient, type: string) {
   const origin = new URL(config.baseUrl).origin
   const seen = new Set<string>()
   let url: URL | undefined = searchUrl(config, type)
@@ -143,7 +163,7 @@ async function* search(config: FhirConfig, ctx: ConnectorContext, client: HttpCl
     const records = recordsOf(bundle, type)
     const warnings = (bundle.entry ?? []).filter((e) => e?.search?.mode === 'outcome').map((e) => outcomeText(e.resource))
     if (warnings.length > 0) ctx.log.warn('FHIR search returned an OperationOutcome entry', { type, page, issues: warnings })
-    for (let i = 0; i < records.length; i += BATCH_SIZE) yield records.slice(i, i + BATCH_SIZE)
+    yield records
     const next = bundle.link?.find((l) => l?.relation === 'next')?.url
     if (!next) return
     const nextUrl = new URL(next, url)

@@ -61,6 +61,14 @@ describe('fhir connector: search', () => {
     expect(records[0].data.subject).toEqual({ reference: 'Patient/pat-1' })
   })
 
+  it('gathers small pages into batches of 500, one type at a time, so a write carries a batch, not a page', async () => {
+    const { batches, urls } = await read({ resourceTypes: ['Patient', 'Observation'], pageSize: 5 })
+    expect(urls).toHaveLength(5 + 3)
+    expect(batches.map((b) => b.length)).toEqual([25, 12])
+    const cut = await read({ resourceType: 'Patient', pageSize: 5, maxPages: 2 })
+    expect(cut.batches.map((b) => b.length)).toEqual([10])
+  })
+
   it('reads several resource types one after the other', async () => {
     const { records } = await read({ resourceTypes: ['Patient', 'Observation'], pageSize: 20 })
     expect(records).toHaveLength(37)
