@@ -4,6 +4,7 @@ import { FormatError } from '../lib/formats/errors.ts'
 import { evaluatePath, isValidPath } from '../lib/formats/json-path.ts'
 import { xmlRecords } from '../lib/formats/xml.ts'
 import { Authentication } from './shared/auth.ts'
+import { gathered } from './shared/gather.ts'
 import {
   DEFAULT_HTTP_TIMEOUT_MS,
   httpUrl,
@@ -75,7 +76,9 @@ export default defineConnector<ApiConfig>({
         page = n
         return loadPage(config, client, url, init, n)
       })
-      for await (const items of pages) yield items.map(toRecord)
+      // Pages gathered into batches of 500 (an API's default page is often 20 or 100): an `api`
+      // read is always a full sync (gather.ts).
+      for await (const items of gathered(pages, BATCH_SIZE)) yield items.map(toRecord)
     } catch (err) {
       throw client.failure(err, config.paginationStyle ? `page ${page}` : undefined)
     }

@@ -3,6 +3,7 @@ import { readBulk } from './fhir-bulk.ts'
 import { BulkConfig, bulkCursor, resourceTypeName } from './fhir-bulk-config.ts'
 import { SubscriptionConfig } from './fhir-subscription-config.ts'
 import { Authentication } from './shared/auth.ts'
+import { gathered } from './shared/gather.ts'
 import { httpUrl, maxPagesField, NO_CREDENTIALS_MESSAGE, requestFields, withoutCredentials } from './shared/http-config.ts'
 import type { HttpClient } from './shared/request.ts'
 import { sourceClient } from './shared/source-client.ts'
@@ -129,23 +130,11 @@ export function outcomeText(body: string | unknown): string | undefined {
 // --- Internal helpers ---
 
 /**
- * The resources of one type's search, page after page, in batches of BATCH_SIZE: pages smaller
- * than a batch (a server's default `_count` is often 20) are gathered, so each write carries a
- * batch rather than a page (each write is a transaction with its fixed cost). A search is always
- * a full sync: a failure drops the whole generation, so records gathered and not yet yielded lose
- * nothing.
+ * The resources of one type's search, page after page, gathered into batches of BATCH_SIZE (a
+ * server's default `_count` is often 20; a search is always a full sync, see gather.ts).
  */
-async function* search(config: FhirConfig, ctx: ConnectorContext, client: HttpClient, type: string) {
-  let gathered: SourceRecord[] = []
-  for await (const records of searchPages(config, ctx, client, type)) {
-    gathered = gathered.length === 0 ? records : gathered.concat(records)
-    while (gathered.length >= BATCH_SIZE) {
-      yield gathered.slice(0, BATCH_SIZE)
-      gathered = gathered.slice(BATCH_SIZE)
-    }
-  }
-  if (gathered.length > 0) yield gathered
-}
+const search = (config: FhirConfig, ctx: ConnectorContext, client: HttpClient, type: string) =>
+  gathered(searchPages(config, ctx, client, type), BATCH_SIZE)
 
 /** The searched resources of each page of one type's search, following `link[next]`. */
 async function* searchPages(config: FhirConfig, ctx: ConnectorContext, client: HttpClient, type: string) {

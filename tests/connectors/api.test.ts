@@ -50,8 +50,15 @@ describe('api connector: requests and records', () => {
 })
 
 describe('api connector: CSV and XML responses', () => {
+  it('gathers small pages into batches of 500, so a write carries a batch, not a page', async () => {
+    const paged = await read({ apiEndpoint: `${base}/page`, dataPath: '$.items', paginationStyle: 'page', pageSize: 40 })
+    expect(paged.batches.map((b) => b.length)).toEqual([250])
+    expect(ids(paged.records)).toEqual(ITEMS.map((i) => i.id))
+  })
+
   it('reads paged CSV (detected by Content-Type) as rows', async () => {
-    const { records } = await read({ apiEndpoint: `${base}/csv`, paginationStyle: 'page', pageSize: 100 })
+    const { records, batches } = await read({ apiEndpoint: `${base}/csv`, paginationStyle: 'page', pageSize: 100 })
+    expect(batches.map((b) => b.length)).toEqual([250])
     expect(records).toHaveLength(250)
     expect(records[0].data).toEqual({ id: '1', name: 'item 1', even: 'false' })
     expect(records[249].data).toEqual({ id: '250', name: 'item 250', even: 'true' })
