@@ -86,7 +86,7 @@ export function insertRowStatements(
   for (let i = 0; i < rows.length; i += perStatement) {
     const slice = rows.slice(i, i + perStatement)
     // Rows of a ViewDefinition panel carry their record's key; others leave the column null and
-    // their JSON one element shorter (each element is read again for every `->`).
+    // their array one element shorter.
     const keyed = slice.some((r) => r.recordKey != null)
     const keepsTimes = target.keepsTimes !== false && slice.some((r) => r.resource !== false)
     // Each row an array of texts: SQLite reads a text element as it is (`->>`), where a JSON one

@@ -4,7 +4,7 @@ import { dirname, join, relative, sep } from 'node:path'
 
 /** The part of an R2 bucket (Miniflare's proxy of the worker's `FILES`) the mirror uses. */
 export interface MirrorBucket {
-  put(key: string, value: ArrayBuffer | Uint8Array): Promise<unknown>
+  put(key: string, value: ArrayBuffer | Uint8Array): Promise<{ etag: string } | null>
   get(key: string): Promise<{ arrayBuffer(): Promise<ArrayBuffer> } | null>
   delete(key: string): Promise<void>
   list(options?: { cursor?: string }): Promise<{ objects: { key: string; etag: string }[]; truncated: boolean; cursor?: string }>
@@ -59,16 +59,14 @@ export function r2Mirror(bucket: MirrorBucket, dir: string) {
       for (const [path, bytes] of files) {
         const digest = digestOf(bytes)
         if (seen.get(path)?.digest === digest) continue
-        await bucket.put(path, new Uint8Array(bytes))
-        seen.set(path, { digest, etag: '' })
+        const object = await bucket.put(path, new Uint8Array(bytes))
+        seen.set(path, { digest, etag: object?.etag ?? '' })
       }
       for (const path of [...seen.keys()]) {
         if (files.has(path)) continue
         await bucket.delete(path)
         seen.delete(path)
       }
-      const objects = await objectsOf()
-      for (const [path, entry] of seen) entry.etag = objects.get(path) ?? ''
     },
 
     /** The bucket's changes since the last mirror, into the folder. */
