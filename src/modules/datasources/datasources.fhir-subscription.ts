@@ -12,10 +12,9 @@ import type { ServiceContext } from '../../context.ts'
 import { dataSources, fhirSourceSubscriptions } from '../../db/schema.ts'
 import { conflict, invalid } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
-import { createGuardedFetch } from '../../lib/egress/guarded-fetch.ts'
 import type { DataSourceRow } from './datasources.schemas.ts'
 import { unsealConfig } from './datasources.secrets.ts'
-import { sourceCache } from './datasources.sync-read.ts'
+import { connectorBase } from './datasources.sync-read.ts'
 
 /**
  * The upstream FHIR Subscription of a `fhir` source with `config.subscription` (docs/connectors-fhir.md
@@ -316,21 +315,8 @@ export async function sha256Hex(text: string): Promise<string> {
 
 /** The connector context of a request made outside a sync run (a Subscription's POST, an id-only read). */
 function pushConnectorContext(ctx: ServiceContext, source: DataSourceRow): ConnectorContext {
-  const limits = ctx.config.syncLimits
   return {
-    signal: AbortSignal.timeout(limits.timeoutMs),
-    cache: sourceCache(ctx, source),
-    fetch: createGuardedFetch({
-      fetch: ctx.outbound.fetch,
-      resolveHost: ctx.outbound.resolveHost,
-      allowPrivate: ctx.config.allowPrivateNetworkSources,
-    }),
-    log: ctx.log,
-    now: () => ctx.clock.now(),
-    runtime: ctx.runtime,
-    allowPrivateNetwork: ctx.config.allowPrivateNetworkSources,
-    resolveHost: ctx.outbound.resolveHost,
-    limits: { maxBytes: limits.maxBytes, maxRecords: limits.maxRecords },
+    ...connectorBase(ctx, source, AbortSignal.timeout(ctx.config.syncLimits.timeoutMs)),
     advanceCursor: () => {},
     truncated: () => {},
   }

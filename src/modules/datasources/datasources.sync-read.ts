@@ -286,21 +286,9 @@ function connectorContext(
   // Counted from the invocation's start where deps are per invocation (Workers), else from the run's.
   const budgetEnds = (ctx.invocationStartedAt ?? performance.now()) + (limits.invocationMs ?? Number.POSITIVE_INFINITY)
   return {
-    signal,
-    cache: sourceCache(ctx, job.source),
-    fetch: createGuardedFetch({
-      fetch: ctx.outbound.fetch,
-      resolveHost: ctx.outbound.resolveHost,
-      allowPrivate: ctx.config.allowPrivateNetworkSources,
-    }),
-    log: ctx.log,
-    now: () => ctx.clock.now(),
+    ...connectorBase(ctx, job.source, signal),
     files: ctx.files,
-    runtime: ctx.runtime,
-    allowPrivateNetwork: ctx.config.allowPrivateNetworkSources,
-    resolveHost: ctx.outbound.resolveHost,
     openSqlite: ctx.openSqlite,
-    limits: { maxBytes: limits.maxBytes, maxRecords: limits.maxRecords },
     cursor: job.plain.lastSyncValue,
     advanceCursor: (value) => {
       cursor.pending = { value }
@@ -330,6 +318,33 @@ function connectorContext(
 /** The run's progress saved (a resumable read's checkpoint), while the run is still open. */
 const saveCheckpoint = (run: SyncRunRow, state: unknown): SQL =>
   sql`UPDATE sync_runs SET checkpoint = ${JSON.stringify(state ?? null)} WHERE id = ${run.id} AND status = 'syncing'`
+
+/**
+ * What every connector context holds, in a sync or outside one (a Subscription's POST, an id-only
+ * read): the signal, the egress guard, the source's cache, the clock and the sync limits.
+ */
+export function connectorBase(
+  ctx: ServiceContext,
+  source: DataSourceRow,
+  signal: AbortSignal,
+): Omit<ConnectorContext, 'advanceCursor' | 'truncated'> {
+  const limits = ctx.config.syncLimits
+  return {
+    signal,
+    cache: sourceCache(ctx, source),
+    fetch: createGuardedFetch({
+      fetch: ctx.outbound.fetch,
+      resolveHost: ctx.outbound.resolveHost,
+      allowPrivate: ctx.config.allowPrivateNetworkSources,
+    }),
+    log: ctx.log,
+    now: () => ctx.clock.now(),
+    runtime: ctx.runtime,
+    allowPrivateNetwork: ctx.config.allowPrivateNetworkSources,
+    resolveHost: ctx.outbound.resolveHost,
+    limits: { maxBytes: limits.maxBytes, maxRecords: limits.maxRecords },
+  }
+}
 
 /** The per-source cache a connector gets (e.g. OAuth2 tokens), under the tenant's key space. */
 export function sourceCache(ctx: ServiceContext, source: DataSourceRow): ConnectorContext['cache'] {
