@@ -170,7 +170,6 @@ export const tooLarge = (message: string) => new AppError('PAYLOAD_TOO_LARGE', m
 /** 400: the answer asked for is larger than the service gives at once; the message says how to ask in parts. */
 export const tooCostly = (message: string, details: unknown = null) => new AppError('TOO_COSTLY', message, details)
 
-/** True for the 409 a held sync lease (or another conflict) answers. */
 /** The process is stopping (docs/operations.md): nothing was done; retry, on another instance or later. */
 export function stopping(): AppError {
   const err = new AppError('SERVICE_UNAVAILABLE', 'The service is restarting; nothing was done, retry the request')
@@ -178,4 +177,5 @@ export function stopping(): AppError {
   return err
 }
 
+/** True for the 409 a held sync lease (or another conflict) answers. */
 export const isConflict = (err: unknown): err is AppError => err instanceof AppError && err.code === 'CONFLICT'

@@ -147,6 +147,8 @@ export interface Notification {
   eventsSinceStart?: number
   /** The `event-number`s of the events it carries. */
   eventNumbers: number[]
+  /** The events' `timestamp`s (the server's clock), as ISO instants in UTC; invalid ones left out. */
+  eventTimes: string[]
   entries: NotifiedEntry[]
 }
 
@@ -180,14 +182,17 @@ function fromParameters(p: Json): Omit<Notification, 'entries'> {
   }
   const events = params
     .filter((x) => x.name === 'notification-event')
-    .map((x) => (Array.isArray(x.part) ? x.part.filter(isObject).find((part) => part.name === 'event-number') : undefined))
-    .map((part) => (part ? numberOf(parameterValue(part)) : undefined))
-    .filter((n): n is number => n !== undefined)
+    .map((x) => (Array.isArray(x.part) ? x.part.filter(isObject) : []))
+  const partOf = (parts: Json[], name: string) => {
+    const part = parts.find((p) => p.name === name)
+    return part ? parameterValue(part) : undefined
+  }
   return checked({
     type: value('type') as NotificationType,
     status: stringOf(value('status')),
     eventsSinceStart: numberOf(value('events-since-subscription-start')),
-    eventNumbers: events,
+    eventNumbers: defined(events.map((parts) => numberOf(partOf(parts, 'event-number')))),
+    eventTimes: defined(events.map((parts) => instantOf(partOf(parts, 'timestamp')))),
   })
 }
 
@@ -200,12 +205,19 @@ function fromStatus(s: Json): Omit<Notification, 'entries'> {
     type: s.type as NotificationType,
     status: stringOf(s.status),
     eventsSinceStart: numberOf(s.eventsSinceSubscriptionStart),
-    eventNumbers: events.map((e) => numberOf(e.eventNumber)).filter((n): n is number => n !== undefined),
+    eventNumbers: defined(events.map((e) => numberOf(e.eventNumber))),
+    eventTimes: defined(events.map((e) => instantOf(e.timestamp))),
   })
 }
 
+/** The most events one notification may carry (servers send one, or a few batched). */
+export const MAX_NOTIFICATION_EVENTS = 1000
+
 function checked(n: Omit<Notification, 'entries'>): Omit<Notification, 'entries'> {
   if (!NOTIFICATION_TYPES.has(n.type)) throw new NotificationError(`Unknown notification type '${String(n.type)}'`)
+  if (n.eventNumbers.length > MAX_NOTIFICATION_EVENTS) {
+    throw new NotificationError(`A notification may carry at most ${MAX_NOTIFICATION_EVENTS} events`)
+  }
   return n
 }
 
@@ -219,22 +231,52 @@ function numberOf(v: unknown): number | undefined {
   return Number.isSafeInteger(n) && n >= 0 ? n : undefined
 }
 
+const defined = <T>(values: (T | undefined)[]): T[] => values.filter((v): v is T => v !== undefined)
+
+/** A FHIR instant (with its zone) as an ISO instant in UTC; anything else undefined. */
+export function instantOf(v: unknown): string | undefined {
+  const m = typeof v === 'string' ? INSTANT.exec(v) : null
+  if (!m) return undefined
+  // A real day (Date.parse takes 30 February as 2 March) and time of day.
+  const [y, mo, d, h, mi, sec] = m.slice(1, 7).map(Number)
+  const day = new Date(Date.UTC(y, mo - 1, d))
+  if (day.getUTCMonth() !== mo - 1 || day.getUTCDate() !== d || h > 23 || mi > 59 || sec > 59) return undefined
+  const ms = Date.parse(v as string)
+  return Number.isNaN(ms) ? undefined : new Date(ms).toISOString()
+}
+const INSTANT = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:Z|[+-](?:0\d|1[0-4]):[0-5]\d)$/
+
+/** A FHIR resource type name. */
+export const FHIR_TYPE = /^[A-Z][A-Za-z]{1,63}$/
+/** A FHIR logical id; one of dots only (`.`, `..`) would address something else in a URL. */
+export const isFhirId = (id: unknown): id is string =>
+  typeof id === 'string' && /^[A-Za-z0-9\-.]{1,64}$/.test(id) && !/^\.+$/.test(id)
+
 const REFERENCE = /(?:^|\/)([A-Z][A-Za-z]{1,63})\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/[^/]*)?$/
 
-/** One change of a notification Bundle; entries without a resource type and id are skipped. */
+/**
+ * One change of a notification Bundle; entries without a valid resource type and id are skipped.
+ * A resource is taken as the change only when its own `resourceType` and `id` are valid: one that
+ * is not (no id, a broken type, not FHIR at all) is never stored; its entry is read from the
+ * server by its address instead (id-only), as the server holds it.
+ */
 function entryOf(e: Json): NotifiedEntry[] {
   const request = isObject(e.request) ? e.request : {}
-  const deleted = String(request.method ?? '').toUpperCase() === 'DELETE'
-  const resource = isObject(e.resource) ? e.resource : undefined
+  const deleted = typeof request.method === 'string' && request.method.toUpperCase() === 'DELETE'
+  const given = isObject(e.resource) ? e.resource : undefined
+  const resource =
+    given && typeof given.resourceType === 'string' && FHIR_TYPE.test(given.resourceType) && isFhirId(given.id)
+      ? given
+      : undefined
   let type: string | undefined
   let id: string | undefined
-  if (resource && typeof resource.resourceType === 'string' && typeof resource.id === 'string') {
-    type = resource.resourceType
-    id = resource.id
+  if (resource) {
+    type = resource.resourceType as string
+    id = resource.id as string
   } else {
     const where = [e.fullUrl, request.url].find((u): u is string => typeof u === 'string' && REFERENCE.test(u.split('?')[0]))
     const match = where ? REFERENCE.exec(where.split('?')[0]) : null
-    if (match) [, type, id] = match
+    if (match && isFhirId(match[2])) [, type, id] = match
   }
   if (type === undefined || id === undefined) return []
   return [{ key: `${type}/${id}`, type, id, deleted, resource: deleted ? undefined : resource }]

@@ -8,9 +8,15 @@ export function logRequest(c: AppContext, started: number) {
   log.info('request', {
     requestId: c.get('requestId'),
     method: c.req.method,
-    path: c.req.path,
+    path: pathForLog(c.req.path),
     status: c.res.status,
     durationMs: Math.round((performance.now() - started) * 100) / 100,
     tenantId: c.get('claims')?.tenantId,
   })
 }
+
+/**
+ * A request's path as logs show it: the secret part of a notification URL (`/fhir-notify/{token}`,
+ * which names and authorises a source) left out, as it is stored encrypted.
+ */
+export const pathForLog = (path: string) => path.replace(/\/fhir-notify\/[^/]+/, '/fhir-notify/[token]')

@@ -2,6 +2,7 @@ import type { Context, ErrorHandler, NotFoundHandler } from 'hono'
 import { HTTPException } from 'hono/http-exception'
 import { ZodError } from 'zod'
 import { AppError, issuesToDetails, type ZodIssueLike } from '../errors.ts'
+import { pathForLog } from './access-log.ts'
 import { type AppEnv, appPath } from './context.ts'
 import { FHIR_JSON, isFhirPath, operationOutcome } from './fhir.ts'
 
@@ -61,7 +62,7 @@ export const onError: ErrorHandler<AppEnv> = (err, c) => {
     c.get('deps')?.log.error('request failed', {
       requestId: c.get('requestId'),
       method: c.req.method,
-      path: c.req.path,
+      path: pathForLog(c.req.path),
       error: err instanceof Error ? err.message : String(err),
       stack: err instanceof Error ? err.stack : undefined,
     })

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { FhirConfig } from '../../src/connectors/fhir.ts'
 import {
   HEARTBEAT_PERIOD,
+  MAX_NOTIFICATION_EVENTS,
   NotificationError,
   readNotification,
   subscriptionResource,
@@ -128,7 +129,92 @@ describe('reading a notification', () => {
         },
       ],
     })
-    expect(n).toEqual({ type: 'heartbeat', status: 'error', eventsSinceStart: 7, eventNumbers: [], entries: [] })
+    expect(n).toEqual({ type: 'heartbeat', status: 'error', eventsSinceStart: 7, eventNumbers: [], eventTimes: [], entries: [] })
+  })
+
+  it("takes the events' timestamps in UTC, and leaves out what is no instant", () => {
+    const r4 = readNotification({
+      resourceType: 'Bundle',
+      entry: [
+        {
+          resource: status([
+            { name: 'type', valueCode: 'event-notification' },
+            {
+              name: 'notification-event',
+              part: [
+                { name: 'event-number', valueString: '3' },
+                { name: 'timestamp', valueInstant: '2026-11-28T10:00:00.5+02:00' },
+              ],
+            },
+            {
+              name: 'notification-event',
+              part: [
+                { name: 'event-number', valueString: '4' },
+                { name: 'timestamp', valueInstant: 'yesterday' },
+              ],
+            },
+          ]),
+        },
+      ],
+    })
+    expect(r4).toMatchObject({ eventNumbers: [3, 4], eventTimes: ['2026-11-28T08:00:00.500Z'] })
+    const r4b = readNotification({
+      resourceType: 'Bundle',
+      entry: [
+        {
+          resource: {
+            resourceType: 'SubscriptionStatus',
+            type: 'event-notification',
+            notificationEvent: [
+              { eventNumber: '8', timestamp: '2026-11-28T08:00:01Z' },
+              { eventNumber: '9', timestamp: '2026-02-30T08:00:01Z' },
+              { eventNumber: '10', timestamp: 12 },
+            ],
+          },
+        },
+      ],
+    })
+    expect(r4b).toMatchObject({ eventNumbers: [8, 9, 10], eventTimes: ['2026-11-28T08:00:01.000Z'] })
+  })
+
+  it('takes a resource as the change only with a valid type and id of its own; else reads it by its address', () => {
+    const n = readNotification({
+      resourceType: 'Bundle',
+      entry: [
+        { resource: status([{ name: 'type', valueCode: 'event-notification' }]) },
+        // No id of its own: the address names it, the server's copy is read.
+        { fullUrl: 'https://f/r4/Patient/p1', resource: { resourceType: 'Observation', status: 'final' } },
+        { fullUrl: 'https://f/r4/Patient/p2', resource: { hello: 'not fhir' } },
+        { fullUrl: 'https://f/r4/Patient/p3', resource: { resourceType: 'x/../y', id: 'p3' } },
+        // Its own type and id name it, whatever the address says.
+        { fullUrl: 'https://f/r4/Patient/p4', resource: { resourceType: 'Patient', id: 'p5' } },
+        // Ids that would address something else, or are too long, name nothing.
+        { fullUrl: 'https://f/r4/Patient/..', request: { method: 'PUT' } },
+        { resource: { resourceType: 'Patient', id: '../../etc/passwd' } },
+        { resource: { resourceType: 'Patient', id: 'x'.repeat(65) } },
+        // A method that is no text is not a DELETE.
+        { fullUrl: 'https://f/r4/Patient/p6', request: { method: 123 } },
+      ],
+    })
+    expect(n.entries).toEqual([
+      { key: 'Patient/p1', type: 'Patient', id: 'p1', deleted: false, resource: undefined },
+      { key: 'Patient/p2', type: 'Patient', id: 'p2', deleted: false, resource: undefined },
+      { key: 'Patient/p3', type: 'Patient', id: 'p3', deleted: false, resource: undefined },
+      { key: 'Patient/p5', type: 'Patient', id: 'p5', deleted: false, resource: { resourceType: 'Patient', id: 'p5' } },
+      { key: 'Patient/p6', type: 'Patient', id: 'p6', deleted: false, resource: undefined },
+    ])
+  })
+
+  it(`refuses more than ${MAX_NOTIFICATION_EVENTS} events in one notification`, () => {
+    const events = Array.from({ length: MAX_NOTIFICATION_EVENTS + 1 }, (_, i) => ({ eventNumber: String(i + 1) }))
+    const doc = (n: number) => ({
+      resourceType: 'Bundle',
+      entry: [
+        { resource: { resourceType: 'SubscriptionStatus', type: 'event-notification', notificationEvent: events.slice(0, n) } },
+      ],
+    })
+    expect(readNotification(doc(MAX_NOTIFICATION_EVENTS)).eventNumbers).toHaveLength(MAX_NOTIFICATION_EVENTS)
+    expect(() => readNotification(doc(MAX_NOTIFICATION_EVENTS + 1))).toThrow(`at most ${MAX_NOTIFICATION_EVENTS} events`)
   })
 
   it('refuses what is not a notification', () => {

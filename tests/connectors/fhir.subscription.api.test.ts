@@ -1,13 +1,14 @@
 import { sql } from 'drizzle-orm'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { runBatch } from '../../src/db/client.ts'
-import { claimOnCounter } from '../../src/modules/datasources/datasources.fhir-notify.ts'
+import { CATCH_UP_MARGIN_MS } from '../../src/modules/datasources/datasources.fhir-catch-up.ts'
+import { claimOnCounter, MAX_ID_ONLY_READS } from '../../src/modules/datasources/datasources.fhir-notify.ts'
 import { runMaintenanceTick } from '../../src/scheduler/maintenance-tick.ts'
 import { makeTestApp, type TestApp } from '../helpers/app.ts'
 import { patients } from '../helpers/fhir-server.ts'
 import { type SubscriptionServer, startSubscriptionServer } from '../helpers/fhir-subscription-server.ts'
 import { clientFor, type TestClient } from '../helpers/http.ts'
-import { type FixtureServer, sleep } from '../helpers/servers.ts'
+import type { FixtureServer } from '../helpers/servers.ts'
 import { createPanel, createSource, currentRecords, runsOf, waitFor } from '../modules/datasources/fixtures.ts'
 import { freshLiveWorld, startLiveServers, TOPIC, UPSTREAM_TOKEN } from './fhir-live.ts'
 
@@ -169,13 +170,13 @@ describe('fhir sources in subscription mode', () => {
 
   it('a gap in the event numbers triggers a catch-up search by _lastUpdated that brings the missed change', async () => {
     const created = await handshaken()
-    // The service's clock at the server's time: the catch-up asks for what changed after the last
-    // notification applied in order (pat-3, changed just after), so it reads pat-3, the missed
-    // pat-4 and pat-5.
-    await sleep(5)
-    const applied = new Date(Date.now() - 1).toISOString()
-    t.clock.set(applied)
+    // The notification before the gap is applied 3 s after the server sent it (a late delivery):
+    // the catch-up point is the server's time of that change less the margin, not when it was
+    // applied, so the change the server made meanwhile (pat-4, whose notification is lost) is found.
+    t.clock.set(new Date(Date.now() + 3_000).toISOString())
     await fx.change(patients(3)[2])
+    const stamped = fx.resources.get('Patient/pat-3')?.meta as { lastUpdated: string }
+    const changed = Date.parse(stamped.lastUpdated)
     const searchesBefore = fx.searches.length
     await fx.change(patients(4)[3], { skip: true })
     const [next] = await fx.change(patients(5)[4])
@@ -183,7 +184,11 @@ describe('fhir sources in subscription mode', () => {
     await waitFor(async () => ((await keys(created.body.id)).includes('Patient/pat-4') ? true : undefined))
     const search = fx.searches.slice(searchesBefore)
     expect(search).toHaveLength(1)
-    expect(decodeURIComponent(search[0])).toBe(`/fhir/Patient?_lastUpdated=gt${applied}`)
+    const bound = /^\/fhir\/Patient\?_lastUpdated=gt(.+)$/.exec(decodeURIComponent(search[0]))?.[1]
+    expect(bound).toBeDefined()
+    // The event's time and the resource's, whichever is later, less the minute's margin.
+    expect(Date.parse(bound!)).toBeGreaterThanOrEqual(changed - CATCH_UP_MARGIN_MS)
+    expect(Date.parse(bound!)).toBeLessThanOrEqual(changed - CATCH_UP_MARGIN_MS + 1_000)
     expect(await keys(created.body.id)).toEqual([
       'Patient/pat-1',
       'Patient/pat-2',
@@ -195,9 +200,134 @@ describe('fhir sources in subscription mode', () => {
       const last = (await runsOf(t, created.body.id)).sort((a, b) => a.id - b.id).at(-1)
       return last?.status === 'syncing' ? undefined : last
     })
-    // Incremental: the records the search did not return stay.
-    expect(catchUp).toMatchObject({ trigger: 'subscription', status: 'success', rowsRead: 3, rowsDeleted: 0 })
+    // Incremental: it reads what changed within the margin too, and deletes nothing.
+    expect(catchUp).toMatchObject({ trigger: 'subscription', status: 'success', rowsDeleted: 0 })
     expect((await subscriptionRow(created.body.id)).catch_up_from).toBeNull()
+  })
+
+  it('an event numbered below the count seen (a late copy, or a server counting again) is not applied, and owes a catch-up', async () => {
+    const created = await handshaken()
+    await fx.change(patients(3)[2])
+    await fx.change(patients(4)[3])
+    // The server lost its count: its next event is number 1 again, below the 2 seen.
+    fx.restart(fx.only().id, 0)
+    const [low] = await fx.change(patients(5)[4])
+    expect(low.body).toMatchObject({ applied: 0, duplicate: true, catchUp: true })
+    await waitFor(async () => ((await keys(created.body.id)).includes('Patient/pat-5') ? true : undefined))
+    // The last event again (a retry) owes nothing.
+    const sub = fx.only()
+    const [, again] = await fx.change({ ...patients(6)[5] }, { duplicate: true })
+    expect(again.body).toMatchObject({ duplicate: true, catchUp: false })
+    expect(sub.id).toBe(fx.only().id)
+  })
+
+  it('a count beyond the events carried owes a catch-up, and moves the counter only to the events carried', async () => {
+    const created = await handshaken()
+    const post = notifier()
+    fx.put(patients(3)[2])
+    const res = await post(eventBundle({ since: 999_999_999_999, numbers: [1], entries: [] }))
+    expect(res.status).toBe(200)
+    expect(await res.json()).toMatchObject({ duplicate: false, catchUp: true })
+    await waitFor(async () => ((await keys(created.body.id)).includes('Patient/pat-3') ? true : undefined))
+    expect((await sourceOf(created.body.id)).subscriptionStatus).toMatchObject({ eventsSinceStart: 1 })
+    // The next event in line (the fixture's count follows ours) is applied at once.
+    fx.restart(fx.only().id, 1)
+    const [next] = await fx.change(patients(4)[3])
+    expect(next.body).toMatchObject({ applied: 1, duplicate: false, catchUp: false })
+  })
+
+  it('stores no resource without a valid type and id of its own: the server copy of the address is read instead', async () => {
+    const created = await handshaken()
+    const post = notifier()
+    fx.put({ ...patients(3)[2], active: true })
+    const res = await post(
+      eventBundle({
+        numbers: [1],
+        entries: [
+          { fullUrl: `${fx.baseUrl}/Patient/pat-3`, resource: { resourceType: 'Observation', status: 'final' } },
+          { fullUrl: `${fx.baseUrl}/Patient/pat-1`, resource: { hello: 'not fhir' } },
+          { resource: { resourceType: 'Patient', id: '../../etc/passwd' } },
+          { fullUrl: `${fx.baseUrl}/Patient/..`, request: { method: 'PUT' } },
+        ],
+      }),
+    )
+    expect(res.status).toBe(200)
+    expect(await res.json()).toMatchObject({ applied: 2 })
+    expect(fx.reads.sort()).toEqual(['Patient/pat-1', 'Patient/pat-3'])
+    const records = await currentRecords(t, created.body.id)
+    expect(records.map((r) => r.key).sort()).toEqual(['Patient/pat-1', 'Patient/pat-2', 'Patient/pat-3'])
+    for (const r of records) expect(r.data).toMatchObject({ resourceType: 'Patient', id: r.key.split('/')[1] })
+  })
+
+  it('reads at most MAX_ID_ONLY_READS resources for one notification, each key once; more are left to the catch-up', async () => {
+    const created = await handshaken({ payload: 'id-only' })
+    const post = notifier()
+    const many = Array.from({ length: MAX_ID_ONLY_READS + 1 }, (_, i) => ({ fullUrl: `${fx.baseUrl}/Patient/p${i}` }))
+    const tooMany = await post(eventBundle({ numbers: [1], entries: many }))
+    expect(await tooMany.json()).toMatchObject({ applied: 0, catchUp: true })
+    expect(fx.reads).toEqual([])
+    fx.put(patients(3)[2])
+    const same = Array.from({ length: 50 }, () => ({ fullUrl: `${fx.baseUrl}/Patient/pat-3` }))
+    const once = await post(eventBundle({ numbers: [2], entries: same }))
+    expect(await once.json()).toMatchObject({ applied: 1 })
+    expect(fx.reads).toEqual(['Patient/pat-3'])
+    expect(await keys(created.body.id)).toContain('Patient/pat-3')
+  })
+
+  it('with a keyField, a removal keys the resource as its upserts did', async () => {
+    const created = await live({}, { keyField: 'id' })
+    await waitFor(async () => (fx.only().status === 'active' ? true : undefined))
+    expect(await keys(created.body.id)).toEqual(['pat-1', 'pat-2'])
+    const [sent] = await fx.remove('Patient', 'pat-1')
+    expect(sent.body).toMatchObject({ applied: 1 })
+    expect(await keys(created.body.id)).toEqual(['pat-2'])
+  })
+
+  it('checks the sender before reading the body (401, not 413), and refuses a body that is not JSON (415)', async () => {
+    const created = await handshaken()
+    const sub = fx.only()
+    const path = new URL(sub.endpoint).pathname
+    const huge = 'x'.repeat(9 * 1024 * 1024)
+    const stranger = await t.app.request(path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/fhir+json', Authorization: 'Bearer wrong' },
+      body: huge,
+    })
+    expect(stranger.status).toBe(401)
+    const plain = await t.app.request(path, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain', Authorization: sub.headers.Authorization },
+      body: JSON.stringify(eventBundle({ numbers: [1], entries: [] })),
+    })
+    expect(plain.status).toBe(415)
+    expect(await plain.json()).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE' })
+    expect((await sourceOf(created.body.id)).subscriptionStatus).toMatchObject({ eventsSinceStart: 0 })
+    // A ping with no body may name any type.
+    const ping = await t.app.request(path, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain', Authorization: sub.headers.Authorization },
+    })
+    expect(ping.status).toBe(400)
+  })
+
+  it('a notification that owes a catch-up while one runs is caught up right after it, not at the next tick', async () => {
+    const created = await handshaken()
+    await fx.change(patients(3)[2])
+    fx.state.searchDelayMs = 400
+    await fx.change(patients(4)[3], { skip: true })
+    const [first] = await fx.change(patients(5)[4])
+    expect(first.body).toMatchObject({ catchUp: true })
+    await waitFor(async () => ((await subscriptionRow(created.body.id)).catch_up_running ? true : undefined))
+    // While that catch-up's search waits, another change is lost and the next one owes again.
+    await fx.change(patients(6)[5], { skip: true })
+    const [second] = await fx.change(patients(7)[6])
+    expect(second.body).toMatchObject({ catchUp: true })
+    fx.state.searchDelayMs = 0
+    await waitFor(async () => ((await keys(created.body.id)).includes('Patient/pat-6') ? true : undefined), 5_000)
+    await waitFor(async () => {
+      const row = await subscriptionRow(created.body.id)
+      return row.catch_up_from === null && row.catch_up_running === null ? true : undefined
+    })
   })
 
   it('a heartbeat beyond the last event seen (a restart, a lost notification) triggers a catch-up', async () => {
@@ -245,8 +375,26 @@ describe('fhir sources in subscription mode', () => {
       body: JSON.stringify(patients(4)[3]),
     })
     expect(put.status).toBe(200)
-    expect(await put.json()).toMatchObject({ catchUp: true })
-    await waitFor(async () => ((await keys(created.body.id)).includes('Patient/pat-4') ? true : undefined))
+    // The resource it carries is applied at once; the catch-up finds whatever else changed.
+    expect(await put.json()).toMatchObject({ applied: 1, catchUp: true })
+    expect(await keys(created.body.id)).toContain('Patient/pat-4')
+    // A resource that is not the one addressed is not applied.
+    const other = await t.app.request(`${new URL(sub.endpoint).pathname}/Patient/pat-9`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/fhir+json', Authorization: sub.headers.Authorization },
+      body: JSON.stringify(patients(4)[3]),
+    })
+    expect(await other.json()).toMatchObject({ applied: 0, catchUp: true })
+    // A DELETE at the resource's address removes it at once (once the catch-ups are done: a
+    // removal that meets a running sync is refused, below).
+    await caughtUp(created.body.id)
+    fx.resources.delete('Patient/pat-4')
+    const removed = await t.app.request(`${new URL(sub.endpoint).pathname}/Patient/pat-4`, {
+      method: 'DELETE',
+      headers: { Authorization: sub.headers.Authorization },
+    })
+    expect(await removed.json()).toMatchObject({ applied: 1 })
+    expect(await keys(created.body.id)).not.toContain('Patient/pat-4')
     const wrong = await t.app.request(`${new URL(sub.endpoint).pathname}/Patient/pat-4`, { method: 'PUT', body: '{}' })
     expect(wrong.status).toBe(401)
   })
@@ -365,6 +513,29 @@ describe('fhir sources in subscription mode', () => {
     const entered = feed.body.events.filter((e: { type: string }) => e.type === 'row.entered')
     expect(entered.length).toBeGreaterThan(0)
     expect(JSON.stringify(entered)).toContain('pat-9')
+  })
+
+  it('a removal that meets a running sync is refused with 503 and its count not taken; sent again, it is applied', async () => {
+    const created = await handshaken()
+    const post = notifier()
+    const removal = eventBundle({
+      numbers: [1],
+      entries: [{ fullUrl: `${fx.baseUrl}/Patient/pat-1`, request: { method: 'DELETE', url: 'Patient/pat-1' } }],
+    })
+    fx.state.searchDelayMs = 1_500
+    const syncing = alice.post(`/api/datasources/${created.body.id}/sync`, {})
+    await waitFor(async () => ((await runsOf(t, created.body.id)).some((r) => r.status === 'syncing') ? true : undefined))
+    const refused = await post(removal)
+    expect(refused.status).toBe(503)
+    expect(refused.headers.get('retry-after')).toBe('5')
+    expect(await refused.json()).toMatchObject({ code: 'SERVICE_UNAVAILABLE' })
+    expect((await sourceOf(created.body.id)).subscriptionStatus).toMatchObject({ eventsSinceStart: 0 })
+    await syncing
+    fx.state.searchDelayMs = 0
+    await waitFor(async () => ((await runsOf(t, created.body.id)).every((r) => r.status !== 'syncing') ? true : undefined))
+    const again = await post(removal)
+    expect(await again.json()).toMatchObject({ applied: 1, duplicate: false })
+    expect(await keys(created.body.id)).toEqual(['Patient/pat-2'])
   })
 
   it('a notification that meets the initial sync is acknowledged, and the catch-up after it brings the change', async () => {
@@ -511,6 +682,43 @@ describe('fhir sources in subscription mode', () => {
     expect(fx.subscriptions.size).toBe(0)
   })
 })
+
+/** Posts a notification Bundle to the one Subscription's endpoint with its channel header. */
+const notifier = () => {
+  const sub = fx.only()
+  return (bundle: unknown) =>
+    t.app.request(new URL(sub.endpoint).pathname, {
+      method: 'POST',
+      headers: { 'content-type': 'application/fhir+json', Authorization: sub.headers.Authorization },
+      body: JSON.stringify(bundle),
+    })
+}
+
+/** A backport event-notification Bundle: its counter, its events' numbers and its entries. */
+const eventBundle = (n: { since?: number; numbers: number[]; entries: Record<string, unknown>[] }) => ({
+  resourceType: 'Bundle',
+  type: 'history',
+  entry: [
+    {
+      resource: {
+        resourceType: 'Parameters',
+        parameter: [
+          { name: 'type', valueCode: 'event-notification' },
+          { name: 'events-since-subscription-start', valueString: String(n.since ?? Math.max(...n.numbers)) },
+          ...n.numbers.map((k) => ({ name: 'notification-event', part: [{ name: 'event-number', valueString: String(k) }] })),
+        ],
+      },
+    },
+    ...n.entries,
+  ],
+})
+
+/** Waits until no catch-up is owed or running for the source. */
+const caughtUp = (id: number) =>
+  waitFor(async () => {
+    const row = await subscriptionRow(id)
+    return row.catch_up_from === null && row.catch_up_running === null ? true : undefined
+  })
 
 const subscriptionRow = async (id: number) =>
   (await t.client.execute({ sql: 'SELECT * FROM fhir_source_subscriptions WHERE data_source_id = ?', args: [id] }))

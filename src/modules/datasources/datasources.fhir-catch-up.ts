@@ -18,6 +18,31 @@ import { beginSync } from './datasources.sync-lease.ts'
  */
 
 /**
+ * How far before the instant it knows of a catch-up point is kept: a change the server stamped a
+ * little earlier than one it sent before (transactions commit out of order), and the two clocks
+ * apart (a catch-up's start is our clock), are still searched for. A change read twice is applied
+ * twice, which moves nothing.
+ */
+export const CATCH_UP_MARGIN_MS = 60_000
+
+/** Catch-ups run one after the other by one call, when more is owed by the end of one; then the tick. */
+const CATCH_UP_ROUNDS = 3
+
+/**
+ * Catch-ups of the source while one is owed (at most `CATCH_UP_ROUNDS`): a notification that owes
+ * one while another runs is caught up right after it, not at the next tick. Answers whether the
+ * last ran and succeeded.
+ */
+export async function catchUp(ctx: ServiceContext, sourceId: number): Promise<boolean> {
+  let ok = false
+  for (let round = 0; round < CATCH_UP_ROUNDS; round++) {
+    ok = await catchUpOnce(ctx, sourceId)
+    if (!ok || !(await subscriptionOf(ctx, sourceId))?.catchUpFrom) break
+  }
+  return ok
+}
+
+/**
  * A catch-up of the source, if one is owed: an incremental sync run (trigger `subscription`) whose
  * read is the source's own search of each resource type with `_lastUpdated=gt<from>`; it adds and
  * updates, never deletes what it did not see. The owed instant is taken at the start into
@@ -25,7 +50,7 @@ import { beginSync } from './datasources.sync-lease.ts'
  * start or fails, or by the tick when the run died (`reclaimCatchUps`). Answers whether a catch-up
  * ran and succeeded.
  */
-export async function catchUp(ctx: ServiceContext, sourceId: number): Promise<boolean> {
+async function catchUpOnce(ctx: ServiceContext, sourceId: number): Promise<boolean> {
   const row = await subscriptionOf(ctx, sourceId)
   const from = row?.catchUpFrom
   if (!row || !from) return false
@@ -112,9 +137,11 @@ export async function owe(ctx: ServiceContext, sourceId: number, from: string, a
 
 // --- Internal helpers ---
 
+/** A catch-up that began at `started` (our clock) succeeded: the point moves there, less the margin. */
 async function caughtUp(ctx: ServiceContext, sourceId: number, started: string) {
+  const to = new Date(Date.parse(started) - CATCH_UP_MARGIN_MS).toISOString()
   await ctx.db
     .update(fhirSourceSubscriptions)
-    .set({ caughtUpAt: sql`max(caught_up_at, ${started})`, catchUpRunning: null, updatedAt: isoNow(ctx.clock) } as never)
+    .set({ caughtUpAt: sql`max(caught_up_at, ${to})`, catchUpRunning: null, updatedAt: isoNow(ctx.clock) } as never)
     .where(eq(fhirSourceSubscriptions.dataSourceId, sourceId))
 }

@@ -9,7 +9,6 @@ import { dataSources, type SyncTrigger, syncRuns, webhookEvents } from '../../db
 import type { Deps } from '../../deps.ts'
 import { AppError, conflict, invalid } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
-import { evaluatePath } from '../../lib/formats/json-path.ts'
 import { loadPanelPlan } from '../../rowstore/materialise.ts'
 import { sourceExists } from '../../rowstore/record-sql.ts'
 import { keyRecords, newKeySet } from '../../rowstore/records.ts'
@@ -215,9 +214,15 @@ export async function applyPushed(ctx: ServiceContext, sourceId: number, pushed:
     newKeySet(),
     ctx.sha256Hex,
   )
-  const deletes = all
-    .filter((r) => r.deleted)
-    .map((r) => r.key ?? keyText(keyField === undefined ? undefined : evaluatePath(r.data, keyField)))
+  // Keyed as a sync keys them (datasources.sync-read.ts): the key field's value, else the record's key.
+  const deletes = (
+    await keyRecords(
+      all.filter((r) => r.deleted),
+      keyField,
+      newKeySet(),
+      ctx.sha256Hex,
+    )
+  ).map((r) => r.key)
   const now = isoNow(ctx.clock)
   const rows = { plan: await loadPanelPlan(ctx.db, source.tenantId, source.panelId), now: ctx.clock.now() }
   const change = { source, generation, now, upserts, rows, deletes }
@@ -252,8 +257,6 @@ export async function applyPushed(ctx: ServiceContext, sourceId: number, pushed:
   }
   await finish(ctx, { source, run, counts, incremental: true }, 0, { notify: true })
 }
-
-const keyText = (v: unknown) => (typeof v === 'string' ? v : JSON.stringify(v))
 
 /**
  * `sync.started` opens a snapshot run (a new generation, a long lease; an open snapshot is

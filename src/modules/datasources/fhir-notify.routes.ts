@@ -1,9 +1,9 @@
 import { createRoute, z } from '@hono/zod-openapi'
-import { tooLarge } from '../../errors.ts'
+import { AppError, tooLarge } from '../../errors.ts'
 import { sendJson } from '../../http/response-headers.ts'
 import { createRouter, ErrorBody } from '../../http/router.ts'
 import { readBytesLimited } from '../../lib/streams.ts'
-import { MAX_NOTIFICATION_BODY, receiveFhirNotification } from './datasources.fhir-notify.ts'
+import { type Addressed, MAX_NOTIFICATION_BODY, receiveFhirNotification, verifySender } from './datasources.fhir-notify.ts'
 
 const error = (description: string) => ({ description, content: { 'application/json': { schema: ErrorBody } } })
 
@@ -41,6 +41,8 @@ const notifyRoute = createRoute({
     401: error('Wrong or missing token or channel header (nothing changed)'),
     409: error("The source's live feed is switched off (`config.subscription.enabled: false`; nothing changed)"),
     413: error('Body larger than 8 MiB'),
+    415: error('A body that is not JSON'),
+    503: error('A removal met a running sync of the source: nothing was done, send it again (Retry-After)'),
   },
 })
 
@@ -51,22 +53,30 @@ const notifyRoute = createRoute({
  * notification, answered by a catch-up.
  */
 export const fhirNotifyRouter = createRouter().openapi(notifyRoute, async (c) => {
-  const body = await readBody(c.req.raw, MAX_NOTIFICATION_BODY)
-  const receipt = await receiveFhirNotification(c.get('deps'), c.req.param('token'), c.req.header('authorization'), body)
+  // The sender is checked before its body is read: a stranger learns nothing, not even a size limit.
+  const sender = await verifySender(c.get('deps'), c.req.param('token'), c.req.header('authorization'))
+  const receipt = await receiveFhirNotification(sender, await readBody(c.req.raw, MAX_NOTIFICATION_BODY))
   return sendJson(c, receipt, 200)
 })
 
-fhirNotifyRouter.on(['POST', 'PUT'], '/fhir-notify/:token/:type{[A-Z][A-Za-z]{1,63}}/:id', async (c) => {
-  const body = await readBody(c.req.raw, MAX_NOTIFICATION_BODY)
-  const receipt = await receiveFhirNotification(c.get('deps'), c.req.param('token'), c.req.header('authorization'), body, {
-    addressed: true,
-  })
-  return sendJson(c, receipt, 200)
+fhirNotifyRouter.on(['POST', 'PUT', 'DELETE'], '/fhir-notify/:token/:type{[A-Z][A-Za-z]{1,63}}/:id', async (c) => {
+  const sender = await verifySender(c.get('deps'), c.req.param('token'), c.req.header('authorization'))
+  const addressed = { type: c.req.param('type'), id: c.req.param('id'), method: c.req.method as Addressed['method'] }
+  const body = c.req.method === 'DELETE' ? new Uint8Array() : await readBody(c.req.raw, MAX_NOTIFICATION_BODY)
+  return sendJson(c, await receiveFhirNotification(sender, body, { addressed }), 200)
 })
 
+/** The body of a notification: JSON (FHIR's or plain) or none (a ping may say any type), at most `max` bytes. */
 async function readBody(req: Request, max: number): Promise<Uint8Array> {
   const length = req.headers.get('content-length')
   if (length !== null && Number(length) > max) throw tooLarge(`Notifications are limited to ${max} bytes`)
   if (!req.body) return new Uint8Array()
-  return readBytesLimited(req.body, max, () => tooLarge(`Notifications are limited to ${max} bytes`))
+  const body = await readBytesLimited(req.body, max, () => tooLarge(`Notifications are limited to ${max} bytes`))
+  const mediaType = req.headers.get('content-type')?.split(';')[0].trim().toLowerCase() ?? ''
+  if (mediaType !== '' && !JSON_MEDIA_TYPE.test(mediaType) && body.some((b) => b > 0x20)) {
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', `Notifications are JSON (application/fhir+json), not ${mediaType}`)
+  }
+  return body
 }
+
+const JSON_MEDIA_TYPE = /^application\/(?:[\w.-]+\+)?json$/
