@@ -3,6 +3,7 @@ import api from '../../src/connectors/api.ts'
 import type { ConnectorContext } from '../../src/connectors/types.ts'
 import { startPagedApi } from '../helpers/api-server.ts'
 import { readAllBatches, testConnectorContext } from '../helpers/connectors.ts'
+import { type FixtureServer, sendJson, startJsonServer } from '../helpers/servers.ts'
 
 let fixture: Awaited<ReturnType<typeof startPagedApi>>
 let base: string
@@ -152,5 +153,67 @@ describe('api authentication: oauth2 client credentials', () => {
     expect(err.message).toMatch(/^OAuth2 token endpoint responded 401 Unauthorized: client authentication failed/)
     expect(err.message).toContain('client_secret=<SECRET>')
     expect(err.message).not.toContain('wrong-secret')
+  })
+})
+
+describe('api authentication: redirects to another origin', () => {
+  // Two loopback servers on different ports are two origins: the source's and another one.
+  let source: FixtureServer
+  let elsewhere: FixtureServer
+
+  beforeAll(async () => {
+    source = await startJsonServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x')
+      const status = Number(url.searchParams.get('status') ?? 302)
+      if (url.pathname === '/moved') return void res.writeHead(status, { location: `${elsewhere.url}/items` }).end()
+      if (url.pathname === '/token') return void res.writeHead(307, { location: `${elsewhere.url}/token` }).end()
+      if (url.pathname === '/moved-here') return void res.writeHead(307, { location: '/items' }).end()
+      sendJson(res, 200, [{ id: 1 }])
+    })
+    elsewhere = await startJsonServer((_req, res) => sendJson(res, 200, [{ id: 2 }]))
+  })
+  afterAll(() => Promise.all([source.close(), elsewhere.close()]))
+
+  const leaked = (server: FixtureServer, secret: string) =>
+    server.requests.filter((r) => JSON.stringify(r).includes(secret)).map((r) => r.url)
+
+  for (const status of [302, 307]) {
+    it(`sends neither an API key in its own header nor a bearer token to another origin after a ${status}`, async () => {
+      const keyed = await read({
+        apiEndpoint: `${source.url}/moved?status=${status}`,
+        authentication: { type: 'api-key', apiKey: 'key-redirected', apiKeyHeader: 'X-API-Key' },
+      })
+      expect(keyed.records.map((r) => r.data)).toEqual([{ id: 2 }])
+      expect(source.requests.at(-1)?.headers['x-api-key']).toBe('key-redirected')
+      const bearer = await read({
+        apiEndpoint: `${source.url}/moved?status=${status}`,
+        authentication: { type: 'bearer', token: 'tok-redirected' },
+      })
+      expect(bearer.records).toHaveLength(1)
+      expect(leaked(elsewhere, 'key-redirected')).toEqual([])
+      expect(leaked(elsewhere, 'tok-redirected')).toEqual([])
+    })
+  }
+
+  it('keeps the API key on a redirect within the origin', async () => {
+    await read({ apiEndpoint: `${source.url}/moved-here`, authentication: { type: 'api-key', apiKey: 'key-same' } })
+    expect(source.requests.at(-1)).toMatchObject({ url: '/items', headers: { 'x-api-key': 'key-same' } })
+  })
+
+  it('does not resend a client_secret_post token request to another origin', async () => {
+    const config = {
+      apiEndpoint: `${source.url}/items`,
+      authentication: {
+        type: 'oauth2',
+        clientId: 'cid',
+        clientSecret: 'csecret-redirected',
+        tokenUrl: `${source.url}/token`,
+        tokenAuthMethod: 'client_secret_post',
+      },
+    }
+    await expect(read(config)).rejects.toThrow(
+      `Refusing to resend the request body to another origin (a 307 redirect to ${elsewhere.url})`,
+    )
+    expect(leaked(elsewhere, 'csecret-redirected')).toEqual([])
   })
 })

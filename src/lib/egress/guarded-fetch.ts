@@ -6,8 +6,23 @@ export type ResolveHost = (hostname: string) => Promise<string[]>
 
 export const MAX_REDIRECTS = 5
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
-/** Headers that must not follow a redirect to another origin. */
-const CREDENTIAL_HEADERS = ['authorization', 'cookie', 'proxy-authorization']
+/**
+ * The only request headers that follow a redirect to another origin (scheme, host or port differ).
+ * Every other header may carry a credential the guard cannot recognise by name (an api-key header
+ * named by the source, a user's custom header), so it is dropped rather than listed. These are the
+ * Fetch standard's CORS-safelisted request headers (what a browser sends to any origin unasked),
+ * plus the negotiation headers every client sends (Accept-Encoding, User-Agent) and RFC 7240
+ * Prefer (FHIR bulk's `respond-async`): none names or proves who is calling.
+ */
+const CROSS_ORIGIN_HEADERS = new Set([
+  'accept',
+  'accept-encoding',
+  'accept-language',
+  'content-language',
+  'content-type',
+  'prefer',
+  'user-agent',
+])
 
 export interface GuardedFetchOptions {
   fetch: typeof fetch
@@ -62,9 +77,12 @@ export async function checkOutboundUrl(url: URL, options: Omit<GuardedFetchOptio
  * The only way connectors reach the network (DATA-ENGINE: safety rules). Refuses non-http(s)
  * URLs and, unless `allowPrivate`, hosts that are or resolve to loopback, private, link-local,
  * unspecified, CGNAT or multicast addresses (IPv4-mapped IPv6 included). Redirects are followed
- * by hand (at most 5) so each target is checked the same way; credentials are dropped when a
- * redirect leaves the origin. The check resolves the name before fetch resolves it again, so a
- * DNS answer that changes in between (rebinding) is not caught; an egress firewall covers that.
+ * by hand (at most 5) so each target is checked the same way. Once a redirect leaves the origin
+ * (a change of scheme, https to http included, counts, as in browsers), only CROSS_ORIGIN_HEADERS
+ * go on, also on a later hop back to the first origin, and a request body is never resent there
+ * (a 307/308 to another origin is refused: the body may hold a secret, e.g. OAuth2
+ * client_secret_post). The check resolves the name before fetch resolves it again, so a DNS
+ * answer that changes in between (rebinding) is not caught; an egress firewall covers that.
  */
 export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
   const check = (url: URL) => checkOutboundUrl(url, options)
@@ -92,7 +110,14 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
         body = undefined
         headers.delete('content-type')
       }
-      if (next.origin !== url.origin) for (const h of CREDENTIAL_HEADERS) headers.delete(h)
+      if (next.origin !== url.origin) {
+        if (body != null) {
+          throw new EgressError(
+            `Refusing to resend the request body to another origin (a ${res.status} redirect to ${next.origin})`,
+          )
+        }
+        for (const name of [...headers.keys()]) if (!CROSS_ORIGIN_HEADERS.has(name)) headers.delete(name)
+      }
       url = next
     }
   }

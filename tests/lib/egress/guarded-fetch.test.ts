@@ -92,3 +92,93 @@ describe('createGuardedFetch', () => {
     expect(await same.json()).toEqual({ method: 'GET', authorization: 'Bearer x', body: '' })
   })
 })
+
+describe('createGuardedFetch: redirects to another origin', () => {
+  // Two loopback servers on different ports are two origins: 127.0.0.1:A and 127.0.0.1:B.
+  let origin: FixtureServer
+  let other: FixtureServer
+
+  beforeAll(async () => {
+    const redirect = (res: Parameters<Parameters<typeof startJsonServer>[0]>[1], status: number, location: string) =>
+      void res.writeHead(status, { location }).end()
+    origin = await startJsonServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://x')
+      const status = Number(url.searchParams.get('status') ?? 302)
+      if (url.pathname === '/to-other') return redirect(res, status, `${other.url}/echo`)
+      if (url.pathname === '/to-other-and-back') return redirect(res, status, `${other.url}/back`)
+      if (url.pathname === '/same') return redirect(res, status, '/echo')
+      if (url.pathname === '/to-http') return redirect(res, status, `${origin.url}/echo`)
+      sendJson(res, 200, { ok: true })
+    })
+    other = await startJsonServer((req, res) => {
+      if (req.url === '/back') return redirect(res, 302, `${origin.url}/echo`)
+      sendJson(res, 200, { ok: true })
+    })
+  })
+  afterAll(() => Promise.all([origin.close(), other.close()]))
+
+  const guarded = createGuardedFetch({ fetch, allowPrivate: true })
+  const sourceHeaders = {
+    Accept: 'application/fhir+json',
+    Prefer: 'respond-async',
+    'User-Agent': 'panels-test',
+    Authorization: 'Bearer tok-1',
+    'X-API-Key': 'key-1',
+    'X-Custom-Key': 'key-2',
+    Cookie: 'session=s',
+  }
+  const lastHeaders = (server: FixtureServer) => server.requests.at(-1)?.headers ?? {}
+  const safeOnly = { accept: 'application/fhir+json', prefer: 'respond-async', 'user-agent': 'panels-test' }
+  const credentials = ['authorization', 'x-api-key', 'x-custom-key', 'cookie']
+
+  for (const status of [302, 307]) {
+    it(`sends no credential header, custom names included, to another origin after a ${status}`, async () => {
+      const res = await guarded(`${origin.url}/to-other?status=${status}`, { headers: sourceHeaders })
+      expect(res.status).toBe(200)
+      expect(lastHeaders(origin)).toMatchObject({ authorization: 'Bearer tok-1', 'x-api-key': 'key-1' })
+      expect(lastHeaders(other)).toMatchObject(safeOnly)
+      for (const name of credentials) expect(lastHeaders(other), name).not.toHaveProperty(name)
+    })
+  }
+
+  it('keeps every header on a redirect within the origin', async () => {
+    await guarded(`${origin.url}/same?status=307`, { headers: sourceHeaders })
+    expect(origin.requests.at(-1)?.url).toBe('/echo')
+    expect(lastHeaders(origin)).toMatchObject({ ...safeOnly, authorization: 'Bearer tok-1', 'x-api-key': 'key-1' })
+  })
+
+  it('does not give the credentials back when a later redirect returns to the first origin', async () => {
+    await guarded(`${origin.url}/to-other-and-back`, { headers: sourceHeaders })
+    expect(origin.requests.at(-1)?.url).toBe('/echo')
+    expect(lastHeaders(origin)).toMatchObject(safeOnly)
+    for (const name of credentials) expect(lastHeaders(origin), name).not.toHaveProperty(name)
+  })
+
+  it('treats a redirect from https to http on the same host and port as another origin', async () => {
+    // The fixture speaks plain HTTP: the first request is sent there as if https had been.
+    const httpsToFixture: typeof fetch = (input, init) => fetch(String(input).replace(/^https:/, 'http:'), init)
+    const downgrade = createGuardedFetch({ fetch: httpsToFixture, allowPrivate: true })
+    await downgrade(`${origin.url.replace(/^http:/, 'https:')}/to-http`, { headers: sourceHeaders })
+    expect(origin.requests.at(-1)?.url).toBe('/echo')
+    for (const name of credentials) expect(lastHeaders(origin), name).not.toHaveProperty(name)
+  })
+
+  it('refuses to resend a request body to another origin, and follows a 302 that turns it into a GET', async () => {
+    const before = other.requests.length
+    for (const status of [307, 308]) {
+      await expect(
+        guarded(`${origin.url}/to-other?status=${status}`, {
+          method: 'POST',
+          body: 'client_secret=s3cret',
+          headers: sourceHeaders,
+        }),
+      ).rejects.toThrow(
+        new EgressError(`Refusing to resend the request body to another origin (a ${status} redirect to ${other.url})`),
+      )
+    }
+    expect(other.requests.length - before).toBe(0)
+    const res = await guarded(`${origin.url}/to-other?status=302`, { method: 'POST', body: 'a=1', headers: sourceHeaders })
+    expect(res.status).toBe(200)
+    expect(other.requests.at(-1)).toMatchObject({ method: 'GET', body: '' })
+  })
+})
