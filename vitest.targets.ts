@@ -14,6 +14,7 @@ export const API_SUITE = [
   'tests/connectors/fhir.bulk.api.test.ts',
   'tests/connectors/fhir.subscription.api.test.ts',
   'tests/connectors/fhir.subscription.enable.api.test.ts',
+  'tests/connectors/fhir.subscription.race.api.test.ts',
   'tests/connectors/fhir.bulk.resume.test.ts',
 ]
 

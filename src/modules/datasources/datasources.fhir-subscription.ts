@@ -1,4 +1,4 @@
-import { and, eq, sql } from 'drizzle-orm'
+import { and, eq, isNull, ne, sql } from 'drizzle-orm'
 import { FHIR_JSON, FhirConfig, outcomeText } from '../../connectors/fhir.ts'
 import {
   type SubscriptionConfig,
@@ -99,33 +99,82 @@ export async function subscriptionStatusOf(
  * when missing (or its creation failed before, or the feed was switched off), replaced when its
  * spec changed (the old one deleted, a catch-up owed for the moments between), deleted when the
  * feed is switched off (`switchOff`), removed with its state when the config has no subscription
- * any more. A Subscription already as the config wants it is left alone. An unreachable FHIR server
- * is not the caller's fault: the failure is kept on the subscription (`status: error`, `error`),
- * and the maintenance tick tries again. Answers whether a new Subscription was made that owes a
- * catch-up (the caller may start it at once).
+ * any more. A Subscription already as the config wants it, or being made so by another writer, is
+ * left alone. An unreachable FHIR server is not the caller's fault: the failure is kept on the
+ * subscription (`status: error`, `error`), and the maintenance tick tries again. Answers whether a
+ * new Subscription was made that owes a catch-up (the caller may start it at once).
+ *
+ * Writers race (instances, the tick's check): each change of the state row is a compare-and-set on
+ * the channel it read (`sameChannel`), and only the winner touches the server (docs/connectors-fhir.md
+ * "Concurrent writers"). A loser reads again; after its own write it reads again too, until the row
+ * is as the source's config is now.
  */
 export async function reconcileSubscription(ctx: ServiceContext, sourceId: number, before?: DataSourceRow): Promise<boolean> {
-  const [source] = await ctx.db.select().from(dataSources).where(eq(dataSources.id, sourceId))
-  if (!source) return false
-  const config = await subscribedConfig(ctx, source as DataSourceRow)
-  const row = await subscriptionOf(ctx, sourceId)
-  // The Subscription there is goes to the server it was made on, with that server's credentials:
-  // those of the source as it was before an update (its base URL or authentication may have changed).
-  const madeBy = before ?? (source as DataSourceRow)
-  const madeWith = async (current: FhirConfig) => (before ? ((await fhirConfigOf(ctx, before)) ?? current) : current)
-  if (!config) {
-    if (row) await removeSubscription(ctx, madeBy)
-    return false
+  let owed = false
+  for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+    // The row first, then the source: a claim that wins on the row as read carries a config at
+    // least as new as the writes that made that row.
+    const row = await subscriptionOf(ctx, sourceId)
+    const [found] = await ctx.db.select().from(dataSources).where(eq(dataSources.id, sourceId))
+    if (!found) return owed
+    const source = found as DataSourceRow
+    const config = await subscribedConfig(ctx, source)
+    if (!config) {
+      if (row) await removeSubscription(ctx, before ?? source)
+      return false
+    }
+    const made = row && (await madeOn(ctx, row, source, config, before))
+    if (!switchedOn(config.subscription)) {
+      if (await switchOff(ctx, source, config, row, made)) return false
+      continue
+    }
+    const spec = subscriptionSpec(config.baseUrl, config.subscription)
+    if (row && row.spec === spec && (row.upstreamId !== null || beingMade(row))) return owed
+    const outcome = await createUpstream(ctx, source, config, row, made)
+    if (!outcome.claimed) continue
+    // Superseded by a later writer (who owes what is owed), or not made (the tick tries again).
+    if (!outcome.row?.upstreamId) return outcome.row ? outcome.row.catchUpFrom !== null : false
+    owed = outcome.row.catchUpFrom !== null
   }
-  if (!switchedOn(config.subscription)) {
-    await switchOff(ctx, source as DataSourceRow, config, row, await madeWith(config))
-    return false
-  }
-  const spec = subscriptionSpec(config.baseUrl, config.subscription)
-  if (row && row.spec === spec && row.upstreamId !== null) return false
-  if (row?.upstreamId) await deleteUpstream(ctx, madeBy, row.upstreamId, await madeWith(config))
-  const made = await createUpstream(ctx, source as DataSourceRow, config, row)
-  return made.catchUpFrom !== null
+  ctx.log.warn('fhir subscription: writers kept racing, left to the last one', { dataSourceId: sourceId })
+  return owed
+}
+
+const CLAIM_ATTEMPTS = 5
+
+/** The row is the channel of a Subscription another writer is posting (no id yet, no error, not off). */
+const beingMade = (row: SubscriptionRow) => row.upstreamId === null && row.error === null && row.status !== SWITCHED_OFF
+
+/** The row's channel is still the one read: same token, same upstream Subscription (the compare of every claim). */
+const sameChannel = (row: SubscriptionRow) =>
+  and(
+    eq(fhirSourceSubscriptions.dataSourceId, row.dataSourceId),
+    eq(fhirSourceSubscriptions.tokenHash, row.tokenHash),
+    sql`coalesce(${fhirSourceSubscriptions.upstreamId}, '') = ${row.upstreamId ?? ''}`,
+  )
+
+/** An upstream Subscription to delete, with the source and config of the server it was made on. */
+interface Made {
+  source: DataSourceRow
+  config: FhirConfig
+}
+
+/**
+ * Where the row's Subscription was made, with which credentials: the source as it was before an
+ * update (its base URL or authentication may have changed), unless the row was made on the new
+ * base URL (by a writer that raced this update).
+ */
+async function madeOn(
+  ctx: ServiceContext,
+  row: SubscriptionRow,
+  source: DataSourceRow,
+  config: FhirConfig,
+  before?: DataSourceRow,
+): Promise<Made> {
+  const previous = before && (await fhirConfigOf(ctx, before))
+  if (!before || !previous) return { source, config }
+  const base = (JSON.parse(row.spec) as unknown[])[0]
+  return base === baseOf(config) && base !== baseOf(previous) ? { source, config } : { source: before, config: previous }
 }
 
 /**
@@ -133,30 +182,35 @@ export async function reconcileSubscription(ctx: ServiceContext, sourceId: numbe
  * delete) and the state row stays with status `off` and no upstream id, keeping its token (which
  * the receiver now refuses) and its catch-up point (`caughtUpAt`, `catchUpFrom`), from which the
  * catch-up of the next switch on searches. A source created switched off gets its row now, its
- * catch-up point before the initial sync. A feed already off is left as it is.
+ * catch-up point before the initial sync. A feed already off is left as it is. Answers false when
+ * another writer changed the row first (nothing done: read it again).
  */
 async function switchOff(
   ctx: ServiceContext,
   source: DataSourceRow,
   config: FhirConfig & { subscription: SubscriptionConfig },
   row: SubscriptionRow | undefined,
-  upstream: FhirConfig,
-): Promise<void> {
+  made: Made | undefined,
+): Promise<boolean> {
   const now = isoNow(ctx.clock)
   if (!row) {
     const { values } = await freshChannel(ctx, source, config)
-    await ctx.db
+    const inserted = await ctx.db
       .insert(fhirSourceSubscriptions)
       .values({ dataSourceId: source.id, ...values, status: SWITCHED_OFF, createdAt: now })
       .onConflictDoNothing()
-    return
+      .returning({ id: fhirSourceSubscriptions.dataSourceId })
+    return inserted.length > 0
   }
-  if (row.upstreamId === null && row.status === SWITCHED_OFF && row.error === null) return
-  if (row.upstreamId) await deleteUpstream(ctx, source, row.upstreamId, upstream)
-  await ctx.db
+  if (row.upstreamId === null && row.status === SWITCHED_OFF && row.error === null) return true
+  const claimed = await ctx.db
     .update(fhirSourceSubscriptions)
     .set({ upstreamId: null, status: SWITCHED_OFF, error: null, updatedAt: now })
-    .where(eq(fhirSourceSubscriptions.dataSourceId, source.id))
+    .where(sameChannel(row))
+    .returning({ id: fhirSourceSubscriptions.dataSourceId })
+  if (claimed.length === 0) return false
+  if (row.upstreamId && made) await deleteUpstream(ctx, made.source, row.upstreamId, made.config)
+  return true
 }
 
 /** The 409 of a notification to a source whose live feed is switched off: nothing changes. */
@@ -166,37 +220,62 @@ export const switchedOffConflict = () =>
   )
 
 /**
- * Deletes the upstream Subscription (best effort: a server that cannot be reached is logged, the
- * source goes anyway) and the state row. Called before the source itself is deleted.
+ * Deletes the state row and the upstream Subscription it names (best effort: a server that cannot
+ * be reached is logged, the source goes anyway). Called before the source itself is deleted. The
+ * row goes first, on the channel read: a writer still posting then finds it gone and deletes what
+ * it made.
  */
 export async function removeSubscription(ctx: ServiceContext, source: DataSourceRow): Promise<void> {
-  const row = await subscriptionOf(ctx, source.id)
-  if (!row) return
-  if (row.upstreamId) {
-    const config = await fhirConfigOf(ctx, source)
-    if (config) await deleteUpstream(ctx, source, row.upstreamId, config)
+  for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+    const row = await subscriptionOf(ctx, source.id)
+    if (!row) return
+    const removed = await ctx.db
+      .delete(fhirSourceSubscriptions)
+      .where(sameChannel(row))
+      .returning({ id: fhirSourceSubscriptions.dataSourceId })
+    if (removed.length === 0) continue
+    const config = row.upstreamId ? await fhirConfigOf(ctx, source) : undefined
+    if (row.upstreamId && config) await deleteUpstream(ctx, source, row.upstreamId, config)
+    return
   }
-  await ctx.db.delete(fhirSourceSubscriptions).where(eq(fhirSourceSubscriptions.dataSourceId, source.id))
+  ctx.log.warn('fhir subscription: writers kept racing, state not removed', { dataSourceId: source.id })
 }
 
 /**
  * Makes a new upstream Subscription: a fresh token and channel secret (256 random bits each),
  * stored encrypted before the POST so the handshake that may follow at once finds them; the
  * counters start again (a new Subscription numbers its events from 1). `previous`: the state row
- * of a Subscription this one replaces (its catch-up point is kept, and a catch-up is owed).
+ * of a Subscription this one replaces (its catch-up point is kept, and a catch-up is owed);
+ * `made`: where to delete the Subscription it names (null: nowhere, the server has dropped it).
+ *
+ * Two conditional writes keep one Subscription per source whatever the interleaving: the claim
+ * replaces the row only while its channel is still `previous` (or inserts it while there is none),
+ * so a writer that lost posts nothing (`claimed: false`); the record of the id holds only while
+ * the row is still this writer's channel, so a writer superseded while posting deletes the
+ * Subscription it made (`row` undefined). The claim's winner alone deletes the one it replaces.
  */
 export async function createUpstream(
   ctx: ServiceContext,
   source: DataSourceRow,
   config: FhirConfig & { subscription: SubscriptionConfig },
   previous?: SubscriptionRow,
-): Promise<SubscriptionRow> {
+  made: Made | null = { source, config },
+): Promise<{ claimed: boolean; row?: SubscriptionRow }> {
   const now = isoNow(ctx.clock)
   const { token, secret, values } = await freshChannel(ctx, source, config, previous)
-  await ctx.db
-    .insert(fhirSourceSubscriptions)
-    .values({ dataSourceId: source.id, ...values, createdAt: now })
-    .onConflictDoUpdate({ target: fhirSourceSubscriptions.dataSourceId, set: values })
+  const claimed = previous
+    ? await ctx.db
+        .update(fhirSourceSubscriptions)
+        .set(values)
+        .where(sameChannel(previous))
+        .returning({ id: fhirSourceSubscriptions.dataSourceId })
+    : await ctx.db
+        .insert(fhirSourceSubscriptions)
+        .values({ dataSourceId: source.id, ...values, createdAt: now })
+        .onConflictDoNothing()
+        .returning({ id: fhirSourceSubscriptions.dataSourceId })
+  if (claimed.length === 0) return { claimed: false }
+  if (previous?.upstreamId && made) await deleteUpstream(ctx, made.source, previous.upstreamId, made.config)
   const endpoint = `${ctx.config.publicBaseUrl}${NOTIFY_PATH}/${token}`
   const body = subscriptionResource(config.subscription, endpoint, secret, `Panel data source ${source.id} (live rows)`)
   let update: Partial<SubscriptionRow>
@@ -224,9 +303,20 @@ export async function createUpstream(
       ...update,
       status: update.status === 'requested' ? sql`CASE WHEN status = 'active' THEN status ELSE 'requested' END` : update.status,
     } as never)
-    .where(eq(fhirSourceSubscriptions.dataSourceId, source.id))
+    .where(
+      and(
+        eq(fhirSourceSubscriptions.dataSourceId, source.id),
+        eq(fhirSourceSubscriptions.tokenHash, values.tokenHash),
+        isNull(fhirSourceSubscriptions.upstreamId),
+        ne(fhirSourceSubscriptions.status, SWITCHED_OFF),
+      ),
+    )
     .returning()
-  return stored as SubscriptionRow
+  if (!stored && update.upstreamId) {
+    ctx.log.warn('fhir subscription superseded while made: deleted', { dataSourceId: source.id, upstreamId: update.upstreamId })
+    await deleteUpstream(ctx, source, update.upstreamId, config)
+  }
+  return { claimed: true, row: stored as SubscriptionRow | undefined }
 }
 
 /**
@@ -326,30 +416,23 @@ function pushConnectorContext(ctx: ServiceContext, source: DataSourceRow): Conne
  * Reads the upstream Subscription (the heartbeat check): one the server no longer has (404, 410)
  * or reports `error` or `off` is re-made, and a catch-up is owed from the last instant applied.
  * One that cannot be read at all is left as it is (the server may be down), its error shown.
- * Answers whether it was re-made.
+ * Answers whether it was re-made. The source is read again after its row (`source` may be older
+ * than an update that raced the check): what is re-made is what the config asks for now.
  */
-export async function checkUpstream(ctx: ServiceContext, source: DataSourceRow): Promise<boolean> {
-  const config = await subscribedConfig(ctx, source)
-  const row = await subscriptionOf(ctx, source.id)
+export async function checkUpstream(ctx: ServiceContext, { id: sourceId }: DataSourceRow): Promise<boolean> {
+  const row = await subscriptionOf(ctx, sourceId)
+  const [source] = (await ctx.db.select().from(dataSources).where(eq(dataSources.id, sourceId))) as DataSourceRow[]
+  const config = source && (await subscribedConfig(ctx, source))
   // A feed switched off has nothing upstream to read, and is not made again.
   if (!config || !row || !switchedOn(config.subscription)) return false
   // One check at a time (instances, a tick and a receiver): the check claims the row by its last check.
   const claimed = await ctx.db
     .update(fhirSourceSubscriptions)
     .set({ checkedAt: isoNow(ctx.clock) })
-    .where(
-      and(
-        eq(fhirSourceSubscriptions.dataSourceId, source.id),
-        sql`coalesce(checked_at, '') = ${row.checkedAt ?? ''}`,
-        sql`coalesce(upstream_id, '') = ${row.upstreamId ?? ''}`,
-      ),
-    )
+    .where(and(sameChannel(row), sql`coalesce(checked_at, '') = ${row.checkedAt ?? ''}`))
     .returning({ id: fhirSourceSubscriptions.dataSourceId })
   if (claimed.length === 0) return false
-  if (!row.upstreamId) {
-    await createUpstream(ctx, source, config, row)
-    return true
-  }
+  if (!row.upstreamId) return (await createUpstream(ctx, source, config, row)).claimed
   let status: string | undefined
   try {
     const client = fhirClient(ctx, source, config, (res) => (res.status === 404 || res.status === 410 ? GONE : undefined))
@@ -362,10 +445,7 @@ export async function checkUpstream(ctx: ServiceContext, source: DataSourceRow):
   } catch (err) {
     if (!(err instanceof ConnectorError && err.message === GONE)) {
       const message = err instanceof ConnectorError ? err.message : String(err)
-      await ctx.db
-        .update(fhirSourceSubscriptions)
-        .set({ error: message })
-        .where(eq(fhirSourceSubscriptions.dataSourceId, source.id))
+      await ctx.db.update(fhirSourceSubscriptions).set({ error: message }).where(sameChannel(row))
       return false
     }
     status = 'gone'
@@ -376,15 +456,12 @@ export async function checkUpstream(ctx: ServiceContext, source: DataSourceRow):
       upstreamId: row.upstreamId,
       status,
     })
-    if (status !== 'gone') await deleteUpstream(ctx, source, row.upstreamId, config)
-    await createUpstream(ctx, source, config, { ...row, catchUpFrom: row.catchUpFrom ?? row.caughtUpAt })
-    return true
+    const replaced = { ...row, catchUpFrom: row.catchUpFrom ?? row.caughtUpAt }
+    // One the server no longer has needs no DELETE.
+    return (await createUpstream(ctx, source, config, replaced, status === 'gone' ? null : undefined)).claimed
   }
   if (status && status !== row.status) {
-    await ctx.db
-      .update(fhirSourceSubscriptions)
-      .set({ status, error: null })
-      .where(eq(fhirSourceSubscriptions.dataSourceId, source.id))
+    await ctx.db.update(fhirSourceSubscriptions).set({ status, error: null }).where(sameChannel(row))
   }
   return false
 }
