@@ -58,7 +58,7 @@ export const onError: ErrorHandler<AppEnv> = (err, c) => {
   else if (err instanceof ZodError)
     appErr = new AppError('VALIDATION_ERROR', 'Request validation failed', issuesToDetails(err.issues))
   else appErr = new AppError('INTERNAL_ERROR', 'An unexpected error occurred')
-  if (appErr.status >= 500) {
+  if (appErr.status >= 500 && appErr !== err) {
     c.get('deps')?.log.error('request failed', {
       requestId: c.get('requestId'),
       method: c.req.method,
