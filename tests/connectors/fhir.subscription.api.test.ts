@@ -3,7 +3,6 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { runBatch } from '../../src/db/client.ts'
 import { CATCH_UP_MARGIN_MS } from '../../src/modules/datasources/datasources.fhir-catch-up.ts'
 import { claimOnCounter, MAX_ID_ONLY_READS } from '../../src/modules/datasources/datasources.fhir-notify.ts'
-import { runMaintenanceTick } from '../../src/scheduler/maintenance-tick.ts'
 import { makeTestApp, type TestApp } from '../helpers/app.ts'
 import { patients } from '../helpers/fhir-server.ts'
 import { type SubscriptionServer, startSubscriptionServer } from '../helpers/fhir-subscription-server.ts'
@@ -453,7 +452,7 @@ describe('fhir sources in subscription mode', () => {
     await handshaken()
     const first = fx.only()
     expect((await alice.delete(`/api/panels/${panelId}`)).status).toBe(204)
-    const tick = await runMaintenanceTick(t.deps)
+    const tick = await t.tick()
     expect(tick.fhirSubscriptions).toMatchObject({ removed: 1 })
     expect(fx.subscriptions.size).toBe(0)
     expect(fx.server.requests.some((r) => r.method === 'DELETE' && r.url === `/fhir/Subscription/${first.id}`)).toBe(true)
@@ -464,7 +463,7 @@ describe('fhir sources in subscription mode', () => {
       body: '{}',
     })
     expect(old.status).toBe(401)
-    expect((await runMaintenanceTick(t.deps)).fhirSubscriptions).toMatchObject({ removed: 0 })
+    expect((await t.tick()).fhirSubscriptions).toMatchObject({ removed: 0 })
   })
 
   it('the same notification delivered twice at once is applied once, and a row.entered reaches the feed', async () => {
@@ -594,10 +593,10 @@ describe('fhir sources in subscription mode', () => {
     fx.put(patients(3)[2])
     // Quiet for less than two heartbeat periods: nothing is read.
     t.clock.advance(15_000)
-    const calm = await runMaintenanceTick(t.deps)
+    const calm = await t.tick()
     expect(calm.fhirSubscriptions).toEqual({ caughtUp: 0, checked: 0, remade: 0, removed: 0 })
     t.clock.advance(10_000)
-    const tick = await runMaintenanceTick(t.deps)
+    const tick = await t.tick()
     // The catch-up is run by the tick, or by the receiver of the new handshake when it comes first.
     expect(tick.fhirSubscriptions).toMatchObject({ checked: 1, remade: 1 })
     const remade = fx.only()
@@ -615,10 +614,10 @@ describe('fhir sources in subscription mode', () => {
       sql: `UPDATE fhir_source_subscriptions SET catch_up_running = '2025-01-01T00:00:00.000Z', updated_at = ? WHERE data_source_id = ?`,
       args: [t.clock.now().toISOString(), created.body.id],
     })
-    const early = await runMaintenanceTick(t.deps)
+    const early = await t.tick()
     expect(early.fhirSubscriptions.caughtUp).toBe(0)
     t.clock.advance(61_000)
-    const tick = await runMaintenanceTick(t.deps)
+    const tick = await t.tick()
     expect(tick.fhirSubscriptions.caughtUp).toBe(1)
     expect(fx.searches.at(-1)).toBe(`/fhir/Patient?_lastUpdated=${encodeURIComponent('gt2025-01-01T00:00:00.000Z')}`)
     expect(await keys(created.body.id)).toContain('Patient/pat-3')

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { runMaintenanceTick } from '../../src/scheduler/maintenance-tick.ts'
 import type { TestApp } from '../helpers/app.ts'
 import { patients } from '../helpers/fhir-server.ts'
 import type { SubscriptionServer } from '../helpers/fhir-subscription-server.ts'
@@ -147,7 +146,7 @@ describe('switching the live feed of a fhir source off and on', () => {
     const searches = fx.searches.length
     // Far beyond two heartbeat periods: a source switched on would be read and made again.
     t.clock.advance(3_600_000)
-    const tick = await runMaintenanceTick(t.deps)
+    const tick = await t.tick()
     expect(tick.fhirSubscriptions).toEqual(NO_TICK_WORK)
     expect(fx.subscriptions.size).toBe(0)
     expect(requestsTo('POST', '/fhir/Subscription')).toBe(1)
@@ -246,7 +245,7 @@ describe('switching the live feed of a fhir source off and on', () => {
     fx.put(patients(3)[2])
     fx.resources.delete('Patient/pat-1')
     t.clock.set(new Date(new Date(source.nextSyncAt).getTime() + 1000).toISOString())
-    const tick = await runMaintenanceTick(t.deps)
+    const tick = await t.tick()
     expect(tick).toMatchObject({ started: 1, succeeded: 1, fhirSubscriptions: NO_TICK_WORK })
     expect((await runsOf(t, source.id)).sort((a, b) => a.id - b.id).at(-1)).toMatchObject({ trigger: 'schedule' })
     expect(await keys(source.id)).toEqual(['Patient/pat-2', 'Patient/pat-3'])

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { runMaintenanceTick } from '../../src/scheduler/maintenance-tick.ts'
 import type { TestApp } from '../helpers/app.ts'
 import type { SubscriptionServer } from '../helpers/fhir-subscription-server.ts'
 import type { TestClient } from '../helpers/http.ts'
@@ -97,7 +96,7 @@ describe('PUT /api/datasources/{id} of a live fhir source, concurrently', () => 
       // The server forgets the Subscription, and two heartbeat periods pass: the tick's check re-makes it.
       fx.drop(fx.only().id)
       t.clock.advance(25_000)
-      const [answer] = await Promise.all([refilter(source, `Patient?active=true&_tag=t${round}`), runMaintenanceTick(t.deps)])
+      const [answer] = await Promise.all([refilter(source, `Patient?active=true&_tag=t${round}`), t.tick()])
       expect(answer.status).toBe(200)
       await expectOneLive(source.id, round)
     }

@@ -12,6 +12,7 @@ import { sha256Hex } from '../../src/runtime/node-crypto.ts'
 import { nodeDocsAssets } from '../../src/runtime/node-docs-assets.ts'
 import { nodeFileStore } from '../../src/runtime/node-files.ts'
 import { nodeSqliteOpener } from '../../src/runtime/node-sqlite.ts'
+import { type MaintenanceReport, runMaintenanceTick } from '../../src/scheduler/maintenance-tick.ts'
 import { remoteTestApp } from './remote/app.ts'
 import type { SqlClient } from './remote/server.ts'
 import { REMOTE } from './target.ts'
@@ -57,6 +58,11 @@ export interface TestApp {
   clock: TestClock
   /** The app's log lines, parsed. */
   logs: Record<string, unknown>[]
+  /**
+   * The maintenance tick at the clock's instant, where the runtime runs it: in this process, or
+   * the cron trigger's invocation in workerd (remote/workers.ts).
+   */
+  tick(): Promise<MaintenanceReport>
 }
 
 /**
@@ -101,7 +107,7 @@ export async function makeTestApp(options: TestAppOptions = {}): Promise<TestApp
     closeDb: () => client.close(),
   })
   const app = createApp(() => deps)
-  return { app, deps, client: client as SqlClient, clock, logs }
+  return { app, deps, client: client as SqlClient, clock, logs, tick: () => runMaintenanceTick(deps, clock.now()) }
 }
 
 /** A service context for seeding through services (not HTTP, not raw SQL). */

@@ -4,6 +4,7 @@ import { parseConfig } from '../../../src/config.ts'
 import { buildDeps } from '../../../src/deps.ts'
 import { createLogger } from '../../../src/lib/logger.ts'
 import { sha256Hex } from '../../../src/runtime/node-crypto.ts'
+import { type MaintenanceReport, runMaintenanceTick } from '../../../src/scheduler/maintenance-tick.ts'
 import { type TestAppOptions, testClock } from '../app.ts'
 import { TARGET } from '../target.ts'
 import { type RemoteServer, remoteEnv } from './server.ts'
@@ -78,6 +79,8 @@ export async function remoteTestApp(secret: string, options: TestAppOptions) {
     deps,
     client: remote.client,
     clock,
+    tick: async () =>
+      ((await remote.tick?.(clock.now())) as MaintenanceReport | undefined) ?? runMaintenanceTick(deps, clock.now()),
     logs: uncapturedLogs,
   }
 }

@@ -24,6 +24,11 @@ export interface RemoteServer {
   reset(env: EnvRecord, filesDir?: string): Promise<void>
   /** Sends a request to the server as it was addressed (`http://localhost/api/…`) and returns its response. */
   dispatch(request: Request): Promise<Response>
+  /**
+   * Runs the maintenance tick (src/scheduler/maintenance-tick.ts) at `at` as the runtime's own
+   * scheduler runs it, and answers its report; undefined where the test process runs it instead.
+   */
+  tick?(at: Date): Promise<Record<string, unknown>>
   /** drizzle over the server's database, from the test process. */
   readonly db: Db
   readonly client: SqlClient

@@ -7,7 +7,10 @@
  */
 export const TEST_CLOCK_HEADER = 'x-test-clock'
 
-/** Installs the fixed Date; returns what turns an incoming request into the one to serve. */
+/**
+ * Installs the fixed Date; returns what turns an incoming request into the one to serve, with
+ * `take.at(ms)` to fix the instant for work no request carries (a cron invocation's scheduledTime).
+ */
 export function installTestClock() {
   const RealDate = Date
   let fixed
@@ -21,7 +24,7 @@ export function installTestClock() {
     }
   }
   globalThis.Date = TestDate
-  return (request) => {
+  const take = (request) => {
     const at = request.headers.get(TEST_CLOCK_HEADER)
     if (at === null) return request
     fixed = RealDate.parse(at)
@@ -29,4 +32,8 @@ export function installTestClock() {
     served.headers.delete(TEST_CLOCK_HEADER)
     return served
   }
+  take.at = (ms) => {
+    fixed = ms
+  }
+  return take
 }

@@ -138,6 +138,22 @@ export async function startWorkers(secret: string): Promise<RemoteServer> {
       if (res.status >= 500 && output) console.error(`workerd output:\n${output}`)
       return new Response(bytes, { status: res.status, statusText: res.statusText, headers: [...res.headers] })
     },
+    // The cron trigger's own invocation (scheduled(), with its waitUntil work) in workerd: its
+    // report is the line the bundle's handler logs.
+    async tick(at) {
+      const from = output.length
+      const worker = await mf.getWorker()
+      await worker.scheduled({ cron: tomlList('crons')[0] ?? '*/5 * * * *', scheduledTime: at })
+      const line = output
+        .slice(from)
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .findLast((l) => l.msg === 'scheduled syncs')
+      if (!line) throw new Error(`the cron invocation logged no report:\n${output.slice(from)}`)
+      const { level, time, msg, cron, ...report } = line
+      return report
+    },
     async close() {
       await mf.dispose()
       rmSync(dir, { recursive: true, force: true })
