@@ -189,8 +189,15 @@ describe('the document around the operations', () => {
   })
 })
 
-/** The object schema under a connector's config schema (file sources wrap theirs in a transform). */
-const objectOf = (schema: any): any => (schema._zod.def.type === 'pipe' ? objectOf(schema._zod.def.in) : schema)
+/**
+ * The object schema under a connector's config schema: file sources wrap theirs in a transform
+ * (object → transform), fhir sources in a preprocess (transform → object).
+ */
+const objectOf = (schema: any): any => {
+  if (schema._zod.def.type !== 'pipe') return schema
+  const { in: first, out } = schema._zod.def
+  return objectOf(first._zod.def.type === 'transform' ? out : first)
+}
 const unwrap = (schema: any): any => (schema._zod.def.type === 'optional' ? unwrap(schema._zod.def.innerType) : schema)
 const defaultOf = (schema: any) => (schema._zod.def.type === 'default' ? schema._zod.def.defaultValue : undefined)
 /** The fields of a zod object: each one's default and whether it must be sent. */

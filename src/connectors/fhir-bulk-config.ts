@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { isFhirId, isFhirInstant, RESOURCE_TYPE } from './fhir-types.ts'
 import type { createAuthenticator } from './shared/auth.ts'
 
 /**
@@ -7,16 +8,24 @@ import type { createAuthenticator } from './shared/auth.ts'
  * and the shape of the completion manifest. The export itself is fhir-bulk.ts.
  */
 
-export const resourceTypeName = z.string().regex(/^[A-Z][A-Za-z]{1,63}$/, 'must be a FHIR resource type such as "Patient"')
+const FHIR_ID_MESSAGE = 'must be a FHIR id (letters, digits, "-" and ".", at most 64, not dots only)'
 
-/** `config.bulk` of a `fhir` source in bulk mode (docs/connectors-fhir.md). */
+export const resourceTypeName = z.string().regex(RESOURCE_TYPE, 'must be a FHIR resource type such as "Patient"')
+
+/** A bulk source's `timeout` when left out: one hour, from kick-off to the last byte. */
+export const DEFAULT_EXPORT_TIMEOUT_MS = 3_600_000
+/** The most a bulk source's `timeout` allows: a day. */
+export const MAX_EXPORT_TIMEOUT_MS = 86_400_000
+
+/**
+ * `config.bulk` of a `fhir` source in bulk mode (docs/connectors-fhir.md). Strict like
+ * `config.subscription`: the block is the connector's own (the service adds nothing to it), so an
+ * unknown field is a typo (`type` for `types` would export every type) and a 400 naming it.
+ */
 export const BulkConfig = z
   .object({
     level: z.enum(['system', 'patient', 'group']),
-    groupId: z
-      .string()
-      .regex(/^[A-Za-z0-9\-.]{1,64}$/, 'must be a FHIR id (letters, digits, "-" and ".", at most 64)')
-      .optional(),
+    groupId: z.string().refine(isFhirId, FHIR_ID_MESSAGE).optional(),
     types: z.array(resourceTypeName).min(1).max(200).optional(),
     /** `_typeFilter` values, each a search such as `Observation?category=vital-signs`, sent one per parameter. */
     typeFilters: z
@@ -27,6 +36,7 @@ export const BulkConfig = z
     /** `auto`: the next sync asks for changes since the last manifest's `transactionTime`. */
     since: z.enum(['auto', 'none']),
   })
+  .strict()
   .superRefine(
     (b, ctx) => {
       if (b.level === 'group' && !b.groupId)
@@ -44,6 +54,11 @@ export type BulkConfig = z.infer<typeof BulkConfig>
 export interface BulkSourceConfig {
   baseUrl: string
   bulk: BulkConfig
+  /**
+   * The whole export's limit in ms, kick-off to last byte, polls and the waits between the
+   * invocations of a resumed sync included (fhir.ts: 1 h when left out, at most 24 h). Each request
+   * gets at most 5 min of it.
+   */
   timeout: number
   retryAttempts: number
   retryDelay: number
@@ -61,7 +76,11 @@ const ManifestFileSchema = z.object({ type: z.string().optional(), url: z.string
 /** The completion manifest of an export. */
 export const Manifest = z
   .object({
-    transactionTime: z.string().min(1),
+    /** Stored as the cursor and sent back as `_since`: it must be a FHIR instant. */
+    transactionTime: z.string().refine(isFhirInstant, {
+      error: (issue) =>
+        `${JSON.stringify(String(issue.input).slice(0, 40))} is not a FHIR instant (such as 2026-01-31T12:00:00Z, with a real date and a zone)`,
+    }),
     requiresAccessToken: z.boolean().optional(),
     output: z.array(ManifestFileSchema),
     deleted: z.array(ManifestFileSchema).optional(),
@@ -87,9 +106,13 @@ export const BulkProgress = z.object({
 })
 export type BulkProgress = z.infer<typeof BulkProgress>
 
-/** The stored cursor of a `since: "auto"` source: the last manifest's `transactionTime`. */
+/**
+ * The stored cursor of a `since: "auto"` source: the last manifest's `transactionTime`. One that is
+ * not a FHIR instant (stored before manifests were checked, or sent in a `PUT`) is no cursor: the
+ * sync is a whole export, which stores a good one.
+ */
 export const bulkCursor = (config: Pick<BulkSourceConfig, 'bulk' | 'lastSyncValue'>): string | undefined =>
-  config.bulk.since === 'auto' && typeof config.lastSyncValue === 'string' && config.lastSyncValue !== ''
+  config.bulk.since === 'auto' && typeof config.lastSyncValue === 'string' && isFhirInstant(config.lastSyncValue)
     ? config.lastSyncValue
     : undefined
 

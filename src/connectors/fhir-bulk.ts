@@ -1,5 +1,5 @@
 import { BulkProgress, type BulkSourceConfig, bulkCursor, kickOffUrl, Manifest, type ManifestFile } from './fhir-bulk-config.ts'
-import { checkErrorFiles, deletedRecords, fileLines, resourceRecord } from './fhir-bulk-files.ts'
+import { type BulkFiles, checkErrorFiles, fileRecords } from './fhir-bulk-files.ts'
 import { createAuthenticator } from './shared/auth.ts'
 import { createHttpClient, type HttpClient } from './shared/request.ts'
 import { abortableSleep, parseRetryAfter } from './shared/retry.ts'
@@ -15,8 +15,17 @@ import { type ConnectorContext, ConnectorError, ReadSuspended, type SourceRecord
 export const FHIR_JSON = 'application/fhir+json'
 /** Resources per yielded batch. */
 export const BULK_BATCH_SIZE = 500
-/** The wait between polls when the server sends no `Retry-After`. */
+/** No poll comes sooner than this after the answer before it, whatever its `Retry-After` says. */
+export const MIN_POLL_MS = 1_000
+/**
+ * The first wait after a 202 without a usable `Retry-After` (none, unreadable, or under
+ * MIN_POLL_MS: `0`, a date in the past); it doubles with each such answer in a row…
+ */
 export const DEFAULT_POLL_MS = 2_000
+/** …up to this. A usable `Retry-After` is honoured as given and starts the doubling over. */
+export const MAX_POLL_BACKOFF_MS = 30_000
+/** The most one request of an export (kick-off, a poll, a file until its headers, a file's silence) may take. */
+export const REQUEST_TIMEOUT_MS = 300_000
 /** The `DELETE` of a finished, failed or cancelled job is given this long, on its own signal. */
 const DELETE_TIMEOUT_MS = 5_000
 /** While waiting between polls, a cancel of the sync is looked for this often. */
@@ -24,9 +33,9 @@ export const CANCEL_CHECK_MS = 1_000
 
 /**
  * Reads one bulk export to its end. `config.timeout` bounds all of it (kick-off, polls and
- * downloads), counted from the kick-off across the invocations of a resumed sync; `ctx.signal`
- * (the sync's limit, a cancel) stops it too. With `since: "auto"` the last batch (empty when
- * nothing changed) carries the manifest's `transactionTime` as the cursor.
+ * downloads), counted from the kick-off across the invocations of a resumed sync; each request, and
+ * each silence of a download, gets at most REQUEST_TIMEOUT_MS of it; `ctx.signal` (the sync's limit, a cancel) stops it too. With `since: "auto"`
+ * the last batch (empty when nothing changed) carries the manifest's `transactionTime` as the cursor.
  *
  * With `ctx.resume` the export survives the end of an invocation: the job is saved once kicked
  * off, the manifest once complete, and each batch saves how far the files are read with its
@@ -41,13 +50,15 @@ export async function* readBulk(
 ): AsyncGenerator<SourceRecord[]> {
   const resume = ctx.resume
   const saved = savedProgress(resume?.saved)
+  const exportTimeout = config.timeout
   const startedAt = saved?.startedAt ?? ctx.now().getTime()
-  const endsAt = startedAt + config.timeout
+  const endsAt = startedAt + exportTimeout
   const deadline = new AbortController()
-  const timer = setTimeout(() => deadline.abort(new BulkTimeout(config.timeout)), Math.max(0, endsAt - ctx.now().getTime()))
+  const timer = setTimeout(() => deadline.abort(new BulkTimeout(exportTimeout)), Math.max(0, endsAt - ctx.now().getTime()))
   const signal = AbortSignal.any([ctx.signal, deadline.signal])
   const bctx: ConnectorContext = { ...ctx, signal }
-  const limits = { retryAttempts: config.retryAttempts, retryDelayMs: config.retryDelay, timeoutMs: config.timeout }
+  const requestMs = Math.min(config.timeout, REQUEST_TIMEOUT_MS)
+  const limits = { retryAttempts: config.retryAttempts, retryDelayMs: config.retryDelay, timeoutMs: requestMs }
   const auth = createAuthenticator(config.authentication, bctx, limits)
   const describeFailure = (res: Response, body: string) => {
     const outcome = outcomeText(body)
@@ -56,6 +67,11 @@ export async function* readBulk(
   const client = createHttpClient(bctx, { label: 'FHIR server', ...limits, auth, describeFailure })
   const origin = new URL(config.baseUrl).origin
   const since = saved ? saved.since : bulkCursor(config)
+  if (!saved && config.bulk.since === 'auto' && config.lastSyncValue && since === undefined) {
+    ctx.log.warn('the stored bulk cursor is not a FHIR instant; this sync is a whole export', {
+      lastSyncValue: String(config.lastSyncValue).slice(0, 40),
+    })
+  }
   let statusUrl: URL | undefined
   /** Set when this invocation hands the export to the next one: the job is kept, not deleted. */
   let suspended = false
@@ -74,7 +90,7 @@ export async function* readBulk(
   const fail = (err: unknown, where: string): Error => {
     if (err instanceof ReadSuspended) return err
     if (deadline.signal.aborted && !ctx.signal.aborted) {
-      return new ConnectorError(`The bulk export ran past the source's timeout (${config.timeout} ms) ${where}`)
+      return new ConnectorError(`The bulk export ran past the source's timeout (${exportTimeout} ms) ${where}`)
     }
     const known = client.failure(err)
     return new ConnectorError(`The FHIR bulk export failed ${where}: ${known.message}`, { cause: err })
@@ -89,7 +105,7 @@ export async function* readBulk(
       }
       if (ctx.now().getTime() >= endsAt) {
         throw new ConnectorError(
-          `The bulk export ran past the source's timeout (${config.timeout} ms) across the invocations of its sync`,
+          `The bulk export ran past the source's timeout (${exportTimeout} ms) across the invocations of its sync`,
         )
       }
       if (await ctx.cancelRequested?.()) throw new ConnectorError('The FHIR bulk export was cancelled')
@@ -105,13 +121,15 @@ export async function* readBulk(
     }
     const jobUrl = statusUrl
     let manifest = progress.manifest
-    const files = (m: Manifest) =>
-      createHttpClient(bctx, {
+    const files = (m: Manifest): BulkFiles => ({
+      client: createHttpClient(bctx, {
         label: 'FHIR bulk file server',
         ...limits,
         auth: m.requiresAccessToken ? auth : createAuthenticator(undefined, bctx, limits),
         describeFailure,
-      })
+      }),
+      idleMs: requestMs,
+    })
     const fileUrl = (m: Manifest, file: ManifestFile, kind: string) => {
       const url = new URL(file.url, jobUrl)
       if (m.requiresAccessToken && url.origin !== origin) {
@@ -132,7 +150,7 @@ export async function* readBulk(
         await save(progress)
       }
       try {
-        manifest = await pollUntilDone(client, jobUrl, signal, { endsAt, timeoutMs: config.timeout }, ctx, beforeWait)
+        manifest = await pollUntilDone(client, jobUrl, signal, { endsAt, timeoutMs: exportTimeout }, ctx, beforeWait)
       } catch (err) {
         throw fail(err, 'while polling the export status')
       }
@@ -142,12 +160,13 @@ export async function* readBulk(
       await save(progress)
     }
     const complete: Manifest = manifest
-    const fileClient = files(complete)
+    const fileReader = files(complete)
     const parts = [
       ...complete.output.map((file) => ({ kind: 'output' as const, file })),
       ...(since !== undefined ? (complete.deleted ?? []).map((file) => ({ kind: 'deleted' as const, file })) : []),
     ]
     const from = progress.at ?? { part: 0, line: 0 }
+    const types = config.bulk.types && new Set(config.bulk.types)
     // A batch goes as soon as it is full: nothing is held back, so at most one batch of resources
     // is alive at a time. The cursor comes with the last (maybe empty) batch; the sync stores it
     // with the switch of a full sync or once a staged incremental one is applied.
@@ -165,9 +184,7 @@ export async function* readBulk(
       const url = fileUrl(complete, file, kind)
       const skip = part === from.part ? from.line : 0
       try {
-        for await (const { line, number } of fileLines(fileClient, url)) {
-          if (number <= skip) continue
-          const records = kind === 'output' ? [resourceRecord(line, number, url)] : deletedRecords(line, number, url)
+        for await (const { records, number } of fileRecords(fileReader, url, { kind, file, types, skip }, ctx.log)) {
           for (let i = 0; i < records.length; i++) {
             batch.push(records[i])
             // A line whose records straddle a batch counts as done only with its last record.
@@ -224,7 +241,9 @@ async function startExport(client: HttpClient, url: URL, origin: string): Promis
 
 /**
  * Polls the status URL until the manifest (200). A 202 waits its `Retry-After` (seconds or an HTTP
- * date; DEFAULT_POLL_MS without one), never less; a wait that would end past the deadline fails at once.
+ * date), never less; one under MIN_POLL_MS, or none, waits `pollWait`'s backoff instead, so a
+ * server answering `Retry-After: 0` is not polled in a loop. A wait that would end past the
+ * deadline fails at once.
  */
 async function pollUntilDone(
   client: HttpClient,
@@ -234,15 +253,22 @@ async function pollUntilDone(
   ctx: ConnectorContext,
   beforeWait: (waitMs: number) => Promise<void>,
 ): Promise<Manifest> {
+  /** 202s in a row without a usable `Retry-After`. */
+  let unusable = 0
   for (;;) {
     const res = await client.send(statusUrl, { method: 'GET', headers: { Accept: 'application/json' } })
     if (res.status === 202) {
       await client.readBody(res)
-      const waitMs = parseRetryAfter(res.headers.get('retry-after')) ?? DEFAULT_POLL_MS
+      const asked = parseRetryAfter(res.headers.get('retry-after'))
+      const { waitMs, told } = pollWait(asked, unusable)
+      unusable = told ? 0 : unusable + 1
       if (ctx.now().getTime() + waitMs > endsAt) {
         const progress = res.headers.get('x-progress')
+        const next = told
+          ? `the FHIR server asked to poll again in ${Math.ceil(waitMs / 1000)} s`
+          : `the next poll was due in ${Math.ceil(waitMs / 1000)} s (the FHIR server gave no usable Retry-After)`
         throw new ConnectorError(
-          `The bulk export was not complete within the source's timeout (${timeoutMs} ms): the FHIR server asked to poll again in ${Math.ceil(waitMs / 1000)} s${progress ? ` (progress: ${progress.slice(0, 100)})` : ''}`,
+          `The bulk export was not complete within the source's timeout (${timeoutMs} ms): ${next}${progress ? ` (progress: ${progress.slice(0, 100)})` : ''}`,
         )
       }
       ctx.log.debug('bulk export in progress', { waitMs, progress: res.headers.get('x-progress') ?? undefined })
@@ -276,6 +302,16 @@ async function pollUntilDone(
     }
     return manifest.data
   }
+}
+
+/**
+ * The wait after a 202 whose `Retry-After` asked for `askedMs` (undefined: none, or unreadable),
+ * after `unusable` such answers in a row without a usable one. `told`: the server's own wait.
+ */
+export function pollWait(askedMs: number | undefined, unusable: number): { waitMs: number; told: boolean } {
+  if (askedMs !== undefined && askedMs >= MIN_POLL_MS) return { waitMs: askedMs, told: true }
+  const backoff = Math.min(MAX_POLL_BACKOFF_MS, DEFAULT_POLL_MS * 2 ** Math.min(unusable, 10))
+  return { waitMs: Math.max(backoff, askedMs ?? 0), told: false }
 }
 
 /** The progress a suspended run saved (undefined on a first invocation); a garbled one fails the sync. */

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { instantOf, isFhirId, RESOURCE_TYPE } from './fhir-types.ts'
 
 /**
  * A `fhir` source's live mode (docs/connectors-fhir.md "Subscription mode"): `config.subscription`,
@@ -233,25 +234,6 @@ function numberOf(v: unknown): number | undefined {
 
 const defined = <T>(values: (T | undefined)[]): T[] => values.filter((v): v is T => v !== undefined)
 
-/** A FHIR instant (with its zone) as an ISO instant in UTC; anything else undefined. */
-export function instantOf(v: unknown): string | undefined {
-  const m = typeof v === 'string' ? INSTANT.exec(v) : null
-  if (!m) return undefined
-  // A real day (Date.parse takes 30 February as 2 March) and time of day.
-  const [y, mo, d, h, mi, sec] = m.slice(1, 7).map(Number)
-  const day = new Date(Date.UTC(y, mo - 1, d))
-  if (day.getUTCMonth() !== mo - 1 || day.getUTCDate() !== d || h > 23 || mi > 59 || sec > 59) return undefined
-  const ms = Date.parse(v as string)
-  return Number.isNaN(ms) ? undefined : new Date(ms).toISOString()
-}
-const INSTANT = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:Z|[+-](?:0\d|1[0-4]):[0-5]\d)$/
-
-/** A FHIR resource type name. */
-export const FHIR_TYPE = /^[A-Z][A-Za-z]{1,63}$/
-/** A FHIR logical id; one of dots only (`.`, `..`) would address something else in a URL. */
-export const isFhirId = (id: unknown): id is string =>
-  typeof id === 'string' && /^[A-Za-z0-9\-.]{1,64}$/.test(id) && !/^\.+$/.test(id)
-
 const REFERENCE = /(?:^|\/)([A-Z][A-Za-z]{1,63})\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/[^/]*)?$/
 
 /**
@@ -265,7 +247,7 @@ function entryOf(e: Json): NotifiedEntry[] {
   const deleted = typeof request.method === 'string' && request.method.toUpperCase() === 'DELETE'
   const given = isObject(e.resource) ? e.resource : undefined
   const resource =
-    given && typeof given.resourceType === 'string' && FHIR_TYPE.test(given.resourceType) && isFhirId(given.id)
+    given && typeof given.resourceType === 'string' && RESOURCE_TYPE.test(given.resourceType) && isFhirId(given.id)
       ? given
       : undefined
   let type: string | undefined

@@ -1,10 +1,18 @@
 import { z } from 'zod'
 import { readBulk } from './fhir-bulk.ts'
-import { BulkConfig, bulkCursor, resourceTypeName } from './fhir-bulk-config.ts'
+import { BulkConfig, bulkCursor, DEFAULT_EXPORT_TIMEOUT_MS, MAX_EXPORT_TIMEOUT_MS, resourceTypeName } from './fhir-bulk-config.ts'
 import { SubscriptionConfig } from './fhir-subscription-config.ts'
 import { Authentication } from './shared/auth.ts'
 import { gathered } from './shared/gather.ts'
-import { httpUrl, maxPagesField, NO_CREDENTIALS_MESSAGE, requestFields, withoutCredentials } from './shared/http-config.ts'
+import {
+  DEFAULT_HTTP_TIMEOUT_MS,
+  httpUrl,
+  MAX_HTTP_TIMEOUT_MS,
+  maxPagesField,
+  NO_CREDENTIALS_MESSAGE,
+  requestFields,
+  withoutCredentials,
+} from './shared/http-config.ts'
 import type { HttpClient } from './shared/request.ts'
 import { sourceClient } from './shared/source-client.ts'
 import { type ConnectorContext, ConnectorError, defineConnector, type SourceRecord } from './types.ts'
@@ -15,41 +23,60 @@ export const FHIR_JSON = 'application/fhir+json'
 
 const paramValue = z.union([z.string(), z.number(), z.boolean()])
 
-/** Config of a `fhir` source (DATA-ENGINE: Connector conventions, FHIR); unknown fields pass through. */
-export const FhirConfig = z
-  .object({
-    baseUrl: z.string().refine(httpUrl, 'must be an http or https URL').refine(withoutCredentials, NO_CREDENTIALS_MESSAGE),
-    /** `search` (the default): FHIR searches. `bulk`: a Bulk Data `$export` (fhir-bulk.ts). */
-    mode: z.enum(['search', 'bulk']).optional(),
-    bulk: BulkConfig.optional(),
-    /** Search mode: a live source fed by FHIR Subscription notifications (fhir-subscription-config.ts). */
-    subscription: SubscriptionConfig.optional(),
-    /** Mode bulk with since auto: the transactionTime of the last export applied (stored by the sync). */
-    lastSyncValue: z.string().optional(),
-    resourceType: resourceTypeName.optional(),
-    resourceTypes: z.array(resourceTypeName).min(1).max(50).optional(),
-    /** A query string (`name=smith&_sort=birthdate`) or an object (values may be lists: repeated). */
-    searchParams: z.union([z.string(), z.record(z.string(), z.union([paramValue, z.array(paramValue)]))]).optional(),
-    pageSize: z.number().int().min(1).max(1000).optional(),
-    maxPages: maxPagesField,
-    authentication: Authentication.optional(),
-    ...requestFields,
-    keyField: z.string().min(1).optional(),
-  })
-  .passthrough()
-  .superRefine(
-    (c, ctx) => {
-      if (c.mode === 'bulk') {
-        if (!c.bulk) ctx.addIssue({ code: 'custom', path: ['bulk'], message: 'required for mode bulk' })
-        if (c.subscription) ctx.addIssue({ code: 'custom', path: ['subscription'], message: 'only for mode search' })
-      } else if (c.bulk) {
-        ctx.addIssue({ code: 'custom', path: ['bulk'], message: 'only for mode bulk' })
-      } else if (!c.resourceType && !c.resourceTypes) {
-        ctx.addIssue({ code: 'custom', path: ['resourceType'], message: 'required (or resourceTypes, a list of them)' })
-      }
-    },
-    { when: ({ value }) => typeof value === 'object' && value !== null },
-  ) // named even beside other bad fields
+/**
+ * Config of a `fhir` source (DATA-ENGINE: Connector conventions, FHIR); unknown fields pass through.
+ * `timeout` bounds a search's each request (at most 5 min, 30 s when left out) and a bulk export
+ * as a whole, kick-off to last byte across the invocations of a resumed sync (FHIR-EXCHANGE: "In
+ * 1"; at most 24 h, 1 h when left out).
+ */
+export const FhirConfig = z.preprocess(
+  (v) =>
+    v && typeof v === 'object' && (v as { mode?: unknown }).mode === 'bulk' && (v as { timeout?: unknown }).timeout === undefined
+      ? { ...v, timeout: DEFAULT_EXPORT_TIMEOUT_MS }
+      : v,
+  z
+    .object({
+      baseUrl: z.string().refine(httpUrl, 'must be an http or https URL').refine(withoutCredentials, NO_CREDENTIALS_MESSAGE),
+      /** `search` (the default): FHIR searches. `bulk`: a Bulk Data `$export` (fhir-bulk.ts). */
+      mode: z.enum(['search', 'bulk']).optional(),
+      bulk: BulkConfig.optional(),
+      /** Search mode: a live source fed by FHIR Subscription notifications (fhir-subscription-config.ts). */
+      subscription: SubscriptionConfig.optional(),
+      /** Mode bulk with since auto: the transactionTime of the last export applied (stored by the sync). */
+      lastSyncValue: z.string().optional(),
+      resourceType: resourceTypeName.optional(),
+      resourceTypes: z.array(resourceTypeName).min(1).max(50).optional(),
+      /** A query string (`name=smith&_sort=birthdate`) or an object (values may be lists: repeated). */
+      searchParams: z.union([z.string(), z.record(z.string(), z.union([paramValue, z.array(paramValue)]))]).optional(),
+      pageSize: z.number().int().min(1).max(1000).optional(),
+      maxPages: maxPagesField,
+      authentication: Authentication.optional(),
+      ...requestFields,
+      timeout: z.number().int().min(1).max(MAX_EXPORT_TIMEOUT_MS).default(DEFAULT_HTTP_TIMEOUT_MS),
+      keyField: z.string().min(1).optional(),
+    })
+    .passthrough()
+    .superRefine(
+      (c, ctx) => {
+        if (c.mode !== 'bulk' && c.timeout > MAX_HTTP_TIMEOUT_MS) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['timeout'],
+            message: `must be at most ${MAX_HTTP_TIMEOUT_MS} (a request's limit); up to ${MAX_EXPORT_TIMEOUT_MS} for a bulk export`,
+          })
+        }
+        if (c.mode === 'bulk') {
+          if (!c.bulk) ctx.addIssue({ code: 'custom', path: ['bulk'], message: 'required for mode bulk' })
+          if (c.subscription) ctx.addIssue({ code: 'custom', path: ['subscription'], message: 'only for mode search' })
+        } else if (c.bulk) {
+          ctx.addIssue({ code: 'custom', path: ['bulk'], message: 'only for mode bulk' })
+        } else if (!c.resourceType && !c.resourceTypes) {
+          ctx.addIssue({ code: 'custom', path: ['resourceType'], message: 'required (or resourceTypes, a list of them)' })
+        }
+      },
+      { when: ({ value }) => typeof value === 'object' && value !== null },
+    ), // named even beside other bad fields
+)
 
 export type FhirConfig = z.infer<typeof FhirConfig>
 

@@ -87,6 +87,21 @@ describe('fhir sources in bulk mode through the API', () => {
     expect(res.body.details.map((d: { path: string }) => d.path).sort()).toEqual(['config.bulk.groupId', 'config.bulk.since'])
   })
 
+  it('answers 400 naming an unknown bulk field or a timeout over a day, and stores nothing', async () => {
+    const exports = fx.jobs.length
+    const unknown = await createBulk({ types: ['Patient'], foo: 1 })
+    expect(unknown.status).toBe(400)
+    expect(unknown.body.details).toEqual([{ path: 'config.bulk', message: 'Unrecognized key: "foo"' }])
+    const long = await createBulk({}, { timeout: 86_400_001 })
+    expect(long.status).toBe(400)
+    expect(long.body.details.map((d: { path: string }) => d.path)).toEqual(['config.timeout'])
+    expect(fx.jobs).toHaveLength(exports)
+    expect((await alice.get(`/api/panels/${panelId}/datasources`)).body).toEqual([])
+    const ok = await createBulk({}, { timeout: 86_400_000 })
+    expect(ok.status).toBe(201)
+    expect(ok.body.config).toMatchObject({ timeout: 86_400_000, bulk: { level: 'system', since: 'auto' } })
+  })
+
   const faults: [string, () => void, RegExp | string][] = [
     [
       'an OperationOutcome at the kick-off',
@@ -122,6 +137,20 @@ describe('fhir sources in bulk mode through the API', () => {
         fx.state.retryAfter = '60'
       },
       /the FHIR server asked to poll again in 60 s/,
+    ],
+    [
+      'a manifest transactionTime that is not a FHIR instant',
+      () => {
+        fx.state.transactionTime = '2026-13-45T99:99:99Z'
+      },
+      `The FHIR bulk export failed while polling the export status: The FHIR server's completion manifest is not valid: transactionTime: "2026-13-45T99:99:99Z" is not a FHIR instant (such as 2026-01-31T12:00:00Z, with a real date and a zone)`,
+    ],
+    [
+      'an output line whose id is not a FHIR id',
+      () => {
+        fx.state.extraLines = { Patient: [{ resourceType: 'Patient', id: 'x/../y' }] }
+      },
+      /^The FHIR bulk export failed reading the output file \/fhir\/bulk-files\/job-\d+\/Patient\.ndjson: Line 2 of the output file \/fhir\/bulk-files\/job-\d+\/Patient\.ndjson has id "x\/\.\.\/y", not a FHIR id/,
     ],
   ]
   for (const [what, breakIt, message] of faults) {

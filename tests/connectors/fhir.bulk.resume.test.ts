@@ -9,6 +9,7 @@ import { type BulkServer, startBulkServer } from '../helpers/fhir-bulk-server.ts
 import { patients } from '../helpers/fhir-server.ts'
 import { clientFor, type TestClient } from '../helpers/http.ts'
 import { onTarget, SKIP } from '../helpers/target.ts'
+import { tomlList } from '../helpers/wrangler-toml.ts'
 import { allRecords, createPanel, createSource, currentRecords, runsOf, waitFor } from '../modules/datasources/fixtures.ts'
 
 /**
@@ -44,7 +45,7 @@ const createBulk = (bulk: Record<string, unknown> = {}, extra: Record<string, un
   )
 /** Three batches of the export. */
 const N = 3 * BULK_BATCH_SIZE
-const tick = () => runMaintenanceTick(t.deps, t.clock.now())
+const tick = () => t.tick()
 const keys = async (id: number) => (await currentRecords(t, id)).map((r) => r.key).sort()
 const checkpointOf = async (runId: number, app = t) =>
   (await app.client.execute({ sql: 'SELECT checkpoint FROM sync_runs WHERE id = ?', args: [runId] })).rows[0].checkpoint
@@ -59,6 +60,8 @@ const stagedCount = async (runId: number) =>
 /** The export jobs the fixture got since the test began (the fixture keeps every test's). */
 let jobsBefore = 0
 const jobs = () => fx.jobs.slice(jobsBefore)
+/** The interval of the Workers cron trigger (wrangler.toml `crons`: every N minutes), in ms. */
+const cronIntervalMs = () => Number(/^\*\/(\d+) \* \* \* \*$/.exec(tomlList('crons')[0] ?? '')?.[1]) * 60_000
 
 describe('bulk exports across invocations', () => {
   it('a Retry-After past the budget suspends the run; the tick after that time polls on, never kicks off anew', async () => {
@@ -153,10 +156,11 @@ describe('bulk exports across invocations', () => {
   it.skipIf(onTarget(['workers', 'deno'], SKIP.inProcess))(
     "the budget counts from the invocation's start where deps are per invocation (a tick's runs share it)",
     async () => {
-      fx.state.polls = 1
-      fx.state.retryAfter = '0'
+      fx.state.polls = 0
       const created = await createBulk({ since: 'none' })
       expect(created.body).toMatchObject({ syncStatus: 'success' })
+      fx.state.polls = 1
+      fx.state.retryAfter = '1'
       const source = await sourceOf(created.body.id)
       // An invocation that began 2 s ago has spent its 1 s: the run suspends at its first wait.
       const late = serviceCtx({ ...t.deps, invocationStartedAt: performance.now() - 2_000 }, 'tenant-a', 'alice')
@@ -167,7 +171,7 @@ describe('bulk exports across invocations', () => {
     },
   )
 
-  it("the source's timeout counts from the kick-off across invocations", async () => {
+  it('the timeout counts from the kick-off across invocations', async () => {
     fx.state.retryAfter = '3'
     fx.state.polls = 5
     const created = await createBulk({}, { timeout: 5_000 })
@@ -183,6 +187,27 @@ describe('bulk exports across invocations', () => {
     )
     expect(job.deleted).toBe(true)
     expect(await currentRecords(t, created.body.id)).toEqual([])
+  })
+
+  it('with the default timeout of a bulk source an export outlives cron intervals: resumed ticks apart, it completes', async () => {
+    const interval = cronIntervalMs()
+    expect(interval).toBe(5 * 60_000)
+    fx.state.retryAfter = '5'
+    fx.state.polls = 2
+    // A bulk source's timeout is an hour unless given: the export is not ended at the next tick.
+    const created = await createBulk({ types: ['Patient'] })
+    expect(created.body).toMatchObject({ syncStatus: 'syncing' })
+    const id = created.body.id
+    for (const polls of [2, 3]) {
+      t.clock.advance(interval)
+      await tick()
+      expect(jobs()[0].pollTimes).toHaveLength(polls)
+    }
+    expect(await sourceOf(id)).toMatchObject({ syncStatus: 'success', errorMessage: null })
+    expect(jobs()).toHaveLength(1)
+    expect(jobs()[0].deleted).toBe(true)
+    expect(await keys(id)).toEqual(['Patient/pat-1', 'Patient/pat-2', 'Patient/pat-3'])
+    expect((await runsOf(t, id)).at(-1)).toMatchObject({ status: 'success', rowsWritten: 3 })
   })
 
   it('a run resumed past its timeout fails without polling, deletes the job and applies nothing', async () => {

@@ -27,6 +27,16 @@ export interface BulkState {
   lineDelayEvery?: number
   /** Output files answer this status (e.g. 500) with an OperationOutcome instead of their lines. */
   fileStatus?: number
+  /** The manifest's transactionTime instead of the job's own (the job keeps its own for `_since`). */
+  transactionTime?: string
+  /** Lines sent after the exported resources of the output file of each name (listed even when empty otherwise). */
+  extraLines?: Record<string, unknown[]>
+  /** The manifest lists output files without their `type`. */
+  untypedFiles?: boolean
+  /** Lines sent after the deletions of the deleted file (listed even without deletions). */
+  extraDeleted?: unknown[]
+  /** Each status poll answers after this many ms. */
+  pollDelayMs?: number
 }
 
 export interface BulkJob {
@@ -54,8 +64,8 @@ const outcome = (diagnostics: string) => ({
  * A loopback FHIR Bulk Data 2.0 server (under `/fhir`): system, Patient and Group `$export`
  * kick-offs with `_type`, `_typeFilter` (recorded) and `_since` (resources and deletions after it),
  * 202 polls with `Retry-After`, a manifest with `output`, `deleted` and `error` files, NDJSON files
- * behind the bearer token, a failing kick-off, a failing poll, a broken download, a file that
- * answers an error status, and a job `DELETE`.
+ * behind the bearer token, a failing kick-off, a failing or slow poll, a broken download, a file that
+ * answers an error status, lines of its own in any file, a bad transactionTime, and a job `DELETE`.
  * `put` and `remove` change the data, each at its own instant (later than any transactionTime given).
  */
 export async function startBulkServer() {
@@ -133,6 +143,7 @@ export async function startBulkServer() {
         return void res.end()
       }
       job.pollTimes.push(Date.now())
+      if (state.pollDelayMs) await new Promise((r) => setTimeout(r, state.pollDelayMs))
       if (state.pollOutcome) return json(res, 500, outcome(state.pollOutcome))
       if (job.pollsLeft > 0) {
         job.pollsLeft--
@@ -149,12 +160,17 @@ export async function startBulkServer() {
         return void res.end()
       }
       const files = (name: string) => `${server.url}/fhir/bulk-files/${job.id}/${name}`
+      const outputs = new Set([...job.output.keys(), ...Object.keys(state.extraLines ?? {})])
       return json(res, 200, {
-        transactionTime: job.transactionTime,
+        transactionTime: state.transactionTime ?? job.transactionTime,
         request: `${server.url}${job.url}`,
         requiresAccessToken: state.token !== undefined && !state.openFiles,
-        output: [...job.output.entries()].map(([type, list]) => ({ type, url: files(`${type}.ndjson`), count: list.length })),
-        deleted: job.removed.length > 0 ? [{ type: 'Bundle', url: files('deleted.ndjson') }] : [],
+        output: [...outputs].map((type) => ({
+          ...(state.untypedFiles ? {} : { type }),
+          url: files(`${type}.ndjson`),
+          count: (job.output.get(type)?.length ?? 0) + (state.extraLines?.[type]?.length ?? 0),
+        })),
+        deleted: job.removed.length > 0 || state.extraDeleted?.length ? [{ type: 'Bundle', url: files('deleted.ndjson') }] : [],
         error: state.errorLines.length > 0 ? [{ type: 'OperationOutcome', url: files('errors.ndjson') }] : [],
       })
     }
@@ -170,11 +186,14 @@ export async function startBulkServer() {
           type: 'transaction',
           entry: [{ request: { method: 'DELETE', url: `${r.type}/${r.id}` } }],
         }))
+        lines.push(...(state.extraDeleted ?? []))
       } else {
         if (state.fileStatus !== undefined) return json(res, state.fileStatus, outcome(`Cannot read ${file[2]}.ndjson`))
-        lines = job.output.get(file[2]) ?? []
+        lines = [...(job.output.get(file[2]) ?? []), ...(state.extraLines?.[file[2]] ?? [])]
       }
       res.writeHead(200, { 'content-type': 'application/fhir+ndjson' })
+      // A slow file answers its headers at once: only its lines are late.
+      if (state.lineDelayMs) res.flushHeaders()
       let sent = 0
       for (const line of lines) {
         if (state.breakAfterLines !== undefined && sent >= state.breakAfterLines && file[2] !== 'errors') {
@@ -222,6 +241,11 @@ export async function startBulkServer() {
         lineDelayMs: undefined,
         lineDelayEvery: undefined,
         fileStatus: undefined,
+        transactionTime: undefined,
+        extraLines: undefined,
+        untypedFiles: undefined,
+        extraDeleted: undefined,
+        pollDelayMs: undefined,
       })
     },
     close: () => server.close(),

@@ -189,6 +189,12 @@ const FhirConfig = z
     maxPages: count('Read at most this many pages per resource type').optional(),
     authentication: Authentication.optional(),
     ...retryFields,
+    timeout: orDefault(
+      count(
+        'Search mode: milliseconds one request may take (at most 300000). Bulk mode: milliseconds the whole export may take, kick-off to last byte across resumed invocations (3600000 when left out, at most 86400000; each request gets at most 300000 of it)',
+      ),
+      30_000,
+    ),
     keyField,
     ...scheduleFields,
   })

@@ -1,8 +1,6 @@
 import { and, eq, type SQL, sql } from 'drizzle-orm'
 import type { FhirConfig } from '../../connectors/fhir.ts'
 import {
-  instantOf,
-  isFhirId,
   type Notification,
   NotificationError,
   type NotifiedEntry,
@@ -10,6 +8,7 @@ import {
   type SubscriptionConfig,
   switchedOn,
 } from '../../connectors/fhir-subscription-config.ts'
+import { instantOf, isFhirId } from '../../connectors/fhir-types.ts'
 import { ConnectorError, type SourceRecord } from '../../connectors/types.ts'
 import type { ServiceContext } from '../../context.ts'
 import { systemContext } from '../../context.ts'
