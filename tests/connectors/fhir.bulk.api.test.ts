@@ -135,6 +135,7 @@ describe('fhir sources in bulk mode through the API', () => {
       'a poll asked for past the timeout',
       () => {
         fx.state.retryAfter = '60'
+        fx.state.polls = 1
       },
       /the FHIR server asked to poll again in 60 s/,
     ],
@@ -257,6 +258,7 @@ describe('fhir sources in bulk mode through the API', () => {
   })
 
   it('a whole export cancelled at its last batch stores no cursor: the cursor comes with the switch only', async () => {
+    fx.state.polls = 1
     fx.state.errorLines = ['Patient/pat-1 could not be exported']
     const created = await createBulk()
     expect(created.body.syncStatus).toBe('error')

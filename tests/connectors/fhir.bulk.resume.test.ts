@@ -29,6 +29,8 @@ beforeAll(async () => {
 afterAll(() => fx.close())
 beforeEach(async () => {
   fx.reset()
+  // Every export here answers one 202 first: the polls are what suspends and resumes.
+  fx.state.polls = 1
   for (const p of patients(3)) fx.put(p)
   t = await makeTestApp({ env: { SYNC_INVOCATION_SECONDS: '1' } })
   alice = clientFor(t.app, 'tenant-a', 'alice')

@@ -165,6 +165,7 @@ describe('fhir connector: bulk polling', () => {
   })
 
   it('fails at once when the server asks to wait past the timeout, and deletes the job', async () => {
+    fx.state.polls = 1
     fx.state.retryAfter = '30'
     const started = Date.now()
     await expect(readAllBatches(fhir, bulk({}, { timeout: 2000 }))).rejects.toThrow(
@@ -213,6 +214,7 @@ describe('fhir connector: bulk polling', () => {
   })
 
   it('stops polling when the sync is cancelled', async () => {
+    fx.state.polls = 1
     fx.state.retryAfter = '5'
     const cancel = new AbortController()
     setTimeout(() => cancel.abort(new Error('cancelled')), 300)

@@ -78,7 +78,7 @@ export async function startBulkServer() {
     clock = Math.max(Date.now(), clock + 1)
     return clock
   }
-  const state: BulkState = { polls: 1, retryAfter: '1', errorLines: [] }
+  const state: BulkState = { polls: 0, retryAfter: '1', errorLines: [] }
 
   const authorised = (headers: Record<string, unknown>, res: ServerResponse) => {
     if (!state.token || headers.authorization === `Bearer ${state.token}`) return true
@@ -232,7 +232,7 @@ export async function startBulkServer() {
       Object.assign(state, {
         token: undefined,
         openFiles: undefined,
-        polls: 1,
+        polls: 0,
         retryAfter: '1',
         kickOffOutcome: undefined,
         pollOutcome: undefined,
