@@ -22,7 +22,14 @@ const searchText = z.string().regex(/^[A-Z][A-Za-z]{1,63}(\?.*)?$/, 'must be a s
 export const SubscriptionConfig = z
   .object({
     /** The SubscriptionTopic canonical (backport profile). */
-    topic: z.string().url('must be a canonical URL').max(2000).optional(),
+    topic: z
+      .string()
+      .max(2000)
+      .refine(
+        (v) => /^(?:https?:\/\/[^\s]+|urn:[a-z0-9][a-z0-9-]{0,31}:[^\s]+)$/i.test(v) && URL.canParse(v),
+        'must be a canonical URL (http, https or urn)',
+      )
+      .optional(),
     /** Classic R4 criteria, a search such as `Observation?code=http://loinc.org|8867-4`. */
     criteria: searchText.max(2000).optional(),
     /** The topic's filters, each `Type?param=value` (backport `backport-filter-criteria`). */

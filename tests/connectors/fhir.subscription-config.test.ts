@@ -33,6 +33,15 @@ describe('config.subscription of a fhir source', () => {
       'subscription.filters: only with topic (classic criteria carry their own search)',
     ])
     expect(issues({ topic: 'not a url', payload: 'everything', heartbeatSeconds: 1, extra: true }).length).toBe(4)
+    // A canonical is http(s) or a URN: another scheme is no topic a FHIR server publishes.
+    for (const topic of ['javascript:alert(1)', 'file:///etc/passwd', 'data:text/plain,x', 'https://has space/x']) {
+      expect(issues({ topic, payload: 'id-only' }), topic).toEqual([
+        'subscription.topic: must be a canonical URL (http, https or urn)',
+      ])
+    }
+    for (const topic of ['http://hl7.org/SubscriptionTopic/admission', 'urn:uuid:1c1f1ae5-4b63-4c04-9b1b-4d6e0a3f8c11']) {
+      expect(issues({ topic, payload: 'id-only' }), topic).toEqual([])
+    }
   })
 })
 
