@@ -72,6 +72,49 @@ describe('fhir sources in bulk mode through the API', () => {
     expect((await rows(created.body.id)).map((r) => r[0])).toEqual(['Patient/pat-1', 'Patient/pat-3', 'Patient/pat-4'])
   })
 
+  it('kicks off asynchronously with _type and _typeFilter, and reads files behind the bearer when the manifest requires it', async () => {
+    fx.state.token = 'bulk-token'
+    fx.put({ resourceType: 'Observation', id: 'obs-1', status: 'final' })
+    const before = fx.server.requests.length
+    const created = await createBulk(
+      { types: ['Patient', 'Observation'], typeFilters: ['Observation?status=final'] },
+      { authentication: { type: 'bearer', token: 'bulk-token' } },
+    )
+    expect(created.status).toBe(201)
+    expect(created.body).toMatchObject({ syncStatus: 'success' })
+    const job = fx.jobs.at(-1)!
+    expect(job.types).toEqual(['Patient', 'Observation'])
+    expect(job.typeFilters).toEqual(['Observation?status=final'])
+    const sent = fx.server.requests.slice(before)
+    expect(sent.find((r) => r.url === job.url)?.headers).toMatchObject({
+      accept: 'application/fhir+json',
+      prefer: 'respond-async',
+      authorization: 'Bearer bulk-token',
+    })
+    const files = sent.filter((r) => r.url.includes('/bulk-files/'))
+    expect(files.length).toBeGreaterThan(0)
+    expect(files.every((r) => r.headers.authorization === 'Bearer bulk-token')).toBe(true)
+    expect((await currentRecords(t, created.body.id)).map((r) => r.key).sort()).toEqual([
+      'Observation/obs-1',
+      'Patient/pat-1',
+      'Patient/pat-2',
+      'Patient/pat-3',
+    ])
+    expect(job.deleted).toBe(true)
+    // Without the bearer the server refuses the kick-off: the sync fails with its OperationOutcome.
+    const refused = await createBulk({}, {})
+    expect(refused.body).toMatchObject({ syncStatus: 'error' })
+    expect(refused.body.errorMessage).toContain('FHIR server responded 401 with an OperationOutcome')
+  })
+
+  it('exports a group: only its members', async () => {
+    fx.groups.cohort = ['Patient/pat-1']
+    const created = await createBulk({ level: 'group', groupId: 'cohort' })
+    expect(created.body).toMatchObject({ syncStatus: 'success' })
+    expect(fx.jobs.at(-1)?.url).toBe('/fhir/Group/cohort/$export')
+    expect((await currentRecords(t, created.body.id)).map((r) => r.key)).toEqual(['Patient/pat-1'])
+  })
+
   it('with since none, each sync is a whole export that replaces the rows', async () => {
     const created = await createBulk({ since: 'none' })
     expect(created.body.config.lastSyncValue).toBeUndefined()
