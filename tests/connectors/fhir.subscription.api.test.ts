@@ -87,6 +87,40 @@ describe('fhir sources in subscription mode', () => {
     })
   })
 
+  it("a notification's write is a sync's: a run, a SYNC change record and the view owners' notices", async () => {
+    const created = await handshaken()
+    // Bob owns a view of the panel (as in the sync tests): he is told what entered it.
+    await t.client.execute({
+      sql: `INSERT INTO views (tenant_id, user_id, panel_id, name, config, metadata, filters, sorting, column_visibility, aggregations, created_at, updated_at)
+            VALUES ('${created.body.tenantId}', 'bob', ?, 'v', '{"columns":[],"groupBy":[],"layout":"table"}', '{}', '[]', '[]', '{}', '[]', 'now', 'now')`,
+      args: [panelId],
+    })
+    const noticesBefore = (await t.client.execute('SELECT count(*) AS n FROM notifications')).rows[0].n
+    const [sent] = await fx.change(patients(3)[2])
+    expect(sent.body).toMatchObject({ applied: 1 })
+    const changes = await t.client.execute({
+      sql: "SELECT action, changes FROM changes WHERE entity_type = 'DataSource' AND entity_id = ? ORDER BY id",
+      args: [created.body.id],
+    })
+    const last = changes.rows.at(-1)!
+    expect(last.action).toBe('SYNC')
+    expect(JSON.parse(String(last.changes))).toMatchObject({ recordsProcessed: { newValue: 1 } })
+    const notices = await t.client.execute({
+      sql: 'SELECT user_id, type, message FROM notifications ORDER BY id LIMIT -1 OFFSET ?',
+      args: [Number(noticesBefore)],
+    })
+    // As for any sync: what entered the view, and what was synchronised.
+    expect(notices.rows.map((r) => [r.user_id, r.type, r.message])).toEqual([
+      ['bob', 'DATA_CHANGED', 'View "v": 1 row entered (sync)'],
+      ['bob', 'DATA_CHANGED', '1 record synchronised from fhir source'],
+    ])
+    expect((await runsOf(t, created.body.id)).at(-1)).toMatchObject({
+      trigger: 'subscription',
+      status: 'success',
+      rowsWritten: 1,
+    })
+  })
+
   it('id-only: reads each resource with the source authentication; a DELETE or a 410 removes the record', async () => {
     const created = await handshaken({ payload: 'id-only' })
     expect(fx.only().resource.channel._payload.extension[0]).toMatchObject({ valueCode: 'id-only' })

@@ -226,6 +226,28 @@ describe('switching the live feed of a fhir source off and on', () => {
     expect(fx.searches.some((q) => q.includes('_lastUpdated=gt'))).toBe(true)
   })
 
+  it('with the feed on, the scheduled full sync still runs (and removes what the server deleted); the Subscription stays', async () => {
+    const created = await createSource(alice, panelId, configOf(SUBSCRIPTION, { schedule: '*/5 * * * *' }), 'fhir')
+    expect(created.status).toBe(201)
+    await waitFor(async () => (fx.only().status === 'active' ? true : undefined))
+    const sub = fx.only()
+    const source = created.body as { id: number; nextSyncAt: string }
+    fx.put(patients(3)[2])
+    fx.resources.delete('Patient/pat-1')
+    t.clock.set(new Date(new Date(source.nextSyncAt).getTime() + 1000).toISOString())
+    expect(await t.tick()).toMatchObject({ started: 1, succeeded: 1 })
+    expect((await runsOf(t, source.id)).sort((a, b) => a.id - b.id).at(-1)).toMatchObject({
+      trigger: 'schedule',
+      status: 'success',
+    })
+    expect(await keys(source.id)).toEqual(['Patient/pat-2', 'Patient/pat-3'])
+    expect(fx.only().id).toBe(sub.id)
+    expect(requestsTo('POST', '/fhir/Subscription')).toBe(1)
+    // The feed goes on after it: the next change is applied at once.
+    const [sent] = await fx.change(patients(4)[3])
+    expect(sent.body).toMatchObject({ applied: 1, duplicate: false })
+  })
+
   it('created off: no Subscription is made, the scheduled full sync still runs, and switching on catches up from before the first sync', async () => {
     const created = await createSource(
       alice,

@@ -75,7 +75,7 @@ export async function finish(
 ): Promise<SyncOutcome> {
   const now = isoNow(ctx.clock)
   const cut = counts.truncated.length > 0 ? ` (stopped early: ${counts.truncated.join('; ')})` : ''
-  const message = `${counts.rowsWritten} records synchronised from ${source.type} source${cut}`
+  const message = `${counts.rowsWritten} ${counts.rowsWritten === 1 ? 'record' : 'records'} synchronised from ${source.type} source${cut}`
   const ended: Partial<SyncRunRow> = {
     status: 'success',
     finishedAt: now,
