@@ -32,3 +32,26 @@ export async function freshLiveWorld(
   const alice = clientFor(t.app, 'tenant-a', 'alice')
   return { t, alice, panelId: (await createPanel(alice)).id }
 }
+
+/**
+ * A backport event-notification Bundle (R4 `Parameters` status): its counter (the highest number
+ * unless given), its events' numbers and its change entries.
+ */
+export const eventBundle = (n: { since?: number; numbers: number[]; entries: Record<string, unknown>[] }) => ({
+  resourceType: 'Bundle',
+  type: 'history',
+  entry: [
+    {
+      resource: {
+        resourceType: 'Parameters',
+        parameter: [
+          { name: 'status', valueCode: 'active' },
+          { name: 'type', valueCode: 'event-notification' },
+          { name: 'events-since-subscription-start', valueString: String(n.since ?? Math.max(...n.numbers)) },
+          ...n.numbers.map((k) => ({ name: 'notification-event', part: [{ name: 'event-number', valueString: String(k) }] })),
+        ],
+      },
+    },
+    ...n.entries,
+  ],
+})

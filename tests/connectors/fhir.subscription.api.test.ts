@@ -9,7 +9,7 @@ import { type SubscriptionServer, startSubscriptionServer } from '../helpers/fhi
 import { clientFor, type TestClient } from '../helpers/http.ts'
 import type { FixtureServer } from '../helpers/servers.ts'
 import { createPanel, createSource, currentRecords, runsOf, waitFor } from '../modules/datasources/fixtures.ts'
-import { freshLiveWorld, startLiveServers, TOPIC, UPSTREAM_TOKEN } from './fhir-live.ts'
+import { eventBundle, freshLiveWorld, startLiveServers, TOPIC, UPSTREAM_TOKEN } from './fhir-live.ts'
 
 let fx: SubscriptionServer
 let relay: FixtureServer
@@ -726,25 +726,6 @@ const notifier = () => {
       body: JSON.stringify(bundle),
     })
 }
-
-/** A backport event-notification Bundle: its counter, its events' numbers and its entries. */
-const eventBundle = (n: { since?: number; numbers: number[]; entries: Record<string, unknown>[] }) => ({
-  resourceType: 'Bundle',
-  type: 'history',
-  entry: [
-    {
-      resource: {
-        resourceType: 'Parameters',
-        parameter: [
-          { name: 'type', valueCode: 'event-notification' },
-          { name: 'events-since-subscription-start', valueString: String(n.since ?? Math.max(...n.numbers)) },
-          ...n.numbers.map((k) => ({ name: 'notification-event', part: [{ name: 'event-number', valueString: String(k) }] })),
-        ],
-      },
-    },
-    ...n.entries,
-  ],
-})
 
 /** Waits until no catch-up is owed or running for the source. */
 const caughtUp = (id: number) =>

@@ -5,7 +5,7 @@ import type { SubscriptionServer } from '../helpers/fhir-subscription-server.ts'
 import { clientFor, type TestClient } from '../helpers/http.ts'
 import { type FixtureServer, sleep } from '../helpers/servers.ts'
 import { createSource, currentRecords, runsOf, waitFor } from '../modules/datasources/fixtures.ts'
-import { freshLiveWorld, startLiveServers, TOPIC, UPSTREAM_TOKEN } from './fhir-live.ts'
+import { eventBundle, freshLiveWorld, startLiveServers, TOPIC, UPSTREAM_TOKEN } from './fhir-live.ts'
 
 // The live feed's switch, `config.subscription.enabled` (docs/connectors-fhir.md "Switching the live
 // feed off and on"), against the loopback FHIR server of the subscription tests.
@@ -56,25 +56,13 @@ const subscriptionRow = async (id: number) =>
 const requestsTo = (method: string, path: string) =>
   fx.server.requests.filter((r) => r.method === method && r.url === path).length
 /** An event notification carrying one Patient, as the backport sends it. */
-const eventBundle = (patient: Record<string, unknown>, number: number) =>
-  JSON.stringify({
-    resourceType: 'Bundle',
-    type: 'history',
-    entry: [
-      {
-        resource: {
-          resourceType: 'Parameters',
-          parameter: [
-            { name: 'status', valueCode: 'active' },
-            { name: 'type', valueCode: 'event-notification' },
-            { name: 'events-since-subscription-start', valueString: String(number) },
-            { name: 'notification-event', part: [{ name: 'event-number', valueString: String(number) }] },
-          ],
-        },
-      },
-      { fullUrl: `${fx.baseUrl}/Patient/${patient.id}`, resource: patient, request: { method: 'PUT' } },
-    ],
-  })
+const patientEvent = (patient: Record<string, unknown>, number: number) =>
+  JSON.stringify(
+    eventBundle({
+      numbers: [number],
+      entries: [{ fullUrl: `${fx.baseUrl}/Patient/${patient.id}`, resource: patient, request: { method: 'PUT' } }],
+    }),
+  )
 const notify = (endpoint: string, headers: Record<string, string>, body: string, suffix = '', method = 'POST') =>
   t.app.request(`${new URL(endpoint).pathname}${suffix}`, {
     method,
@@ -114,11 +102,11 @@ describe('switching the live feed of a fhir source off and on', () => {
     expect(rowBefore).toMatchObject({ status: 'off', upstream_id: null, token_hash: expect.any(String) })
     const recordsBefore = await currentRecords(t, source.id)
     const runsBefore = (await runsOf(t, source.id)).length
-    const refused = await notify(first.endpoint, first.headers, eventBundle(patients(9)[8], 1))
+    const refused = await notify(first.endpoint, first.headers, patientEvent(patients(9)[8], 1))
     expect(refused.status).toBe(409)
     expect(await refused.json()).toMatchObject({ code: 'CONFLICT', message: expect.stringContaining('switched off') })
     // A handshake or heartbeat too; a sender without the channel header still learns nothing but 401.
-    const beat = eventBundle(patients(9)[8], 1).replace('event-notification', 'heartbeat')
+    const beat = patientEvent(patients(9)[8], 1).replace('event-notification', 'heartbeat')
     expect((await notify(first.endpoint, first.headers, beat)).status).toBe(409)
     expect((await notify(first.endpoint, { Authorization: 'Bearer wrong' }, beat)).status).toBe(401)
     expect(await currentRecords(t, source.id)).toEqual(recordsBefore)
@@ -193,7 +181,7 @@ describe('switching the live feed of a fhir source off and on', () => {
     await waitFor(async () => ((await subscriptionRow(source.id)).catch_up_from === null ? true : undefined))
 
     // The old URL is dead (the new Subscription has its own token); the new one is live.
-    expect((await notify(first.endpoint, first.headers, eventBundle(patients(9)[8], 1))).status).toBe(401)
+    expect((await notify(first.endpoint, first.headers, patientEvent(patients(9)[8], 1))).status).toBe(401)
     await waitFor(async () => (fx.only().status === 'active' ? true : undefined))
     const [sent] = await fx.change(patients(5)[4])
     expect(sent).toMatchObject({ status: 200, body: { applied: 1, duplicate: false } })
