@@ -3,7 +3,8 @@ import { AppError, tooLarge } from '../../errors.ts'
 import { sendJson } from '../../http/response-headers.ts'
 import { createRouter, ErrorBody } from '../../http/router.ts'
 import { readBytesLimited } from '../../lib/streams.ts'
-import { type Addressed, MAX_NOTIFICATION_BODY, receiveFhirNotification, verifySender } from './datasources.fhir-notify.ts'
+import { type Addressed, MAX_NOTIFICATION_BODY, receiveFhirNotification } from './datasources.fhir-notify.ts'
+import { verifySender } from './datasources.fhir-notify-sender.ts'
 
 const error = (description: string) => ({ description, content: { 'application/json': { schema: ErrorBody } } })
 
