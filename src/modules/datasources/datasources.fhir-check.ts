@@ -1,11 +1,21 @@
 import { and, asc, eq, isNotNull, not, sql } from 'drizzle-orm'
-import { DEFAULT_HEARTBEAT_SECONDS } from '../../connectors/fhir-subscription-config.ts'
-import { systemContext } from '../../context.ts'
+import { FHIR_JSON } from '../../connectors/fhir.ts'
+import { DEFAULT_HEARTBEAT_SECONDS, switchedOn } from '../../connectors/fhir-subscription-config.ts'
+import { ConnectorError } from '../../connectors/types.ts'
+import { type ServiceContext, systemContext } from '../../context.ts'
 import { dataSources, fhirSourceSubscriptions } from '../../db/schema.ts'
 import type { Deps } from '../../deps.ts'
+import { isoNow } from '../../lib/clock.ts'
 import { catchUp, reclaimCatchUps } from './datasources.fhir-catch-up.ts'
 import type { FhirSubscriptionReport } from './datasources.fhir-report.ts'
-import { checkUpstream, removeSubscription } from './datasources.fhir-subscription.ts'
+import {
+  createUpstream,
+  removeSubscription,
+  sameChannel,
+  subscribedConfig,
+  subscriptionOf,
+} from './datasources.fhir-subscription.ts'
+import { baseOf, fhirClient } from './datasources.fhir-upstream.ts'
 import type { DataSourceRow } from './datasources.schemas.ts'
 
 /** The subscription's source is in a panel not deleted (`d`), and `also` holds of it. */
@@ -84,3 +94,59 @@ export async function checkFhirSubscriptions(deps: Deps, now: Date, limit = 20):
   }
   return report
 }
+
+/**
+ * Reads the upstream Subscription (the heartbeat check): one the server no longer has (404, 410)
+ * or reports `error` or `off` is re-made, and a catch-up is owed from the last instant applied.
+ * One that cannot be read at all is left as it is (the server may be down), its error shown.
+ * Answers whether it was re-made. The source is read again after its row (`source` may be older
+ * than an update that raced the check): what is re-made is what the config asks for now.
+ */
+export async function checkUpstream(ctx: ServiceContext, { id: sourceId }: DataSourceRow): Promise<boolean> {
+  const row = await subscriptionOf(ctx, sourceId)
+  const [source] = (await ctx.db.select().from(dataSources).where(eq(dataSources.id, sourceId))) as DataSourceRow[]
+  const config = source && (await subscribedConfig(ctx, source))
+  // A feed switched off has nothing upstream to read, and is not made again.
+  if (!config || !row || !switchedOn(config.subscription)) return false
+  // One check at a time (instances, a tick and a receiver): the check claims the row by its last check.
+  const claimed = await ctx.db
+    .update(fhirSourceSubscriptions)
+    .set({ checkedAt: isoNow(ctx.clock) })
+    .where(and(sameChannel(row), sql`coalesce(checked_at, '') = ${row.checkedAt ?? ''}`))
+    .returning({ id: fhirSourceSubscriptions.dataSourceId })
+  if (claimed.length === 0) return false
+  if (!row.upstreamId) return (await createUpstream(ctx, source, config, row)).claimed
+  let status: string | undefined
+  try {
+    const client = fhirClient(ctx, source, config, (res) => (res.status === 404 || res.status === 410 ? GONE : undefined))
+    const res = await client.send(`${baseOf(config)}/Subscription/${encodeURIComponent(row.upstreamId)}`, {
+      method: 'GET',
+      headers: { Accept: FHIR_JSON },
+    })
+    const read = JSON.parse(new TextDecoder().decode(await client.readBody(res))) as { status?: unknown }
+    status = typeof read?.status === 'string' ? read.status : undefined
+  } catch (err) {
+    if (!(err instanceof ConnectorError && err.message === GONE)) {
+      const message = err instanceof ConnectorError ? err.message : String(err)
+      await ctx.db.update(fhirSourceSubscriptions).set({ error: message }).where(sameChannel(row))
+      return false
+    }
+    status = 'gone'
+  }
+  if (status === 'gone' || status === 'error' || status === 'off') {
+    ctx.log.warn('fhir subscription dropped by the server: made again', {
+      dataSourceId: source.id,
+      upstreamId: row.upstreamId,
+      status,
+    })
+    const replaced = { ...row, catchUpFrom: row.catchUpFrom ?? row.caughtUpAt }
+    // One the server no longer has needs no DELETE.
+    return (await createUpstream(ctx, source, config, replaced, status === 'gone' ? null : undefined)).claimed
+  }
+  if (status && status !== row.status) {
+    await ctx.db.update(fhirSourceSubscriptions).set({ status, error: null }).where(sameChannel(row))
+  }
+  return false
+}
+
+const GONE = 'gone'

@@ -1,20 +1,19 @@
 import { and, eq, isNull, ne, sql } from 'drizzle-orm'
-import { FHIR_JSON, FhirConfig, outcomeText } from '../../connectors/fhir.ts'
+import { FHIR_JSON, FhirConfig } from '../../connectors/fhir.ts'
 import {
   type SubscriptionConfig,
   subscriptionResource,
   subscriptionSpec,
   switchedOn,
 } from '../../connectors/fhir-subscription-config.ts'
-import { sourceClient } from '../../connectors/shared/source-client.ts'
-import { type ConnectorContext, ConnectorError } from '../../connectors/types.ts'
+import { ConnectorError } from '../../connectors/types.ts'
 import type { ServiceContext } from '../../context.ts'
 import { dataSources, fhirSourceSubscriptions } from '../../db/schema.ts'
 import { conflict, invalid } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
+import { baseOf, deleteUpstream, fhirClient } from './datasources.fhir-upstream.ts'
 import type { DataSourceRow } from './datasources.schemas.ts'
 import { unsealConfig } from './datasources.secrets.ts'
-import { connectorBase } from './datasources.sync-read.ts'
 
 /**
  * The upstream FHIR Subscription of a `fhir` source with `config.subscription` (docs/connectors-fhir.md
@@ -146,7 +145,7 @@ const CLAIM_ATTEMPTS = 5
 const beingMade = (row: SubscriptionRow) => row.upstreamId === null && row.error === null && row.status !== SWITCHED_OFF
 
 /** The row's channel is still the one read: same token, same upstream Subscription (the compare of every claim). */
-const sameChannel = (row: SubscriptionRow) =>
+export const sameChannel = (row: SubscriptionRow) =>
   and(
     eq(fhirSourceSubscriptions.dataSourceId, row.dataSourceId),
     eq(fhirSourceSubscriptions.tokenHash, row.tokenHash),
@@ -353,41 +352,6 @@ async function freshChannel(
   return { token, secret, values }
 }
 
-/** DELETE of an upstream Subscription; a 404 or 410 is fine (already gone), other failures are logged. */
-export async function deleteUpstream(ctx: ServiceContext, source: DataSourceRow, upstreamId: string, config: FhirConfig) {
-  try {
-    const client = fhirClient(ctx, source, config, (res) => (res.status === 404 || res.status === 410 ? 'gone' : undefined))
-    const res = await client.send(`${baseOf(config)}/Subscription/${encodeURIComponent(upstreamId)}`, {
-      method: 'DELETE',
-      headers: { Accept: FHIR_JSON },
-    })
-    await res.body?.cancel().catch(() => {})
-  } catch (err) {
-    if (err instanceof ConnectorError && err.message === 'gone') return
-    ctx.log.warn('fhir subscription not deleted', { dataSourceId: source.id, upstreamId, error: (err as Error)?.message })
-  }
-}
-
-/**
- * The HTTP client of a source outside a sync run: its authentication, retries and timeout, behind
- * the egress guard. `describe` may name a failure (its text becomes the ConnectorError's message).
- */
-export function fhirClient(
-  ctx: ServiceContext,
-  source: DataSourceRow,
-  config: FhirConfig,
-  describe?: (res: Response, body: string) => string | undefined,
-) {
-  return sourceClient(pushConnectorContext(ctx, source), config, 'FHIR server', (res, body) => {
-    const own = describe?.(res, body)
-    if (own !== undefined) return own
-    const outcome = outcomeText(body)
-    return outcome && `FHIR server responded ${res.status} with an OperationOutcome: ${outcome}`
-  })
-}
-
-export const baseOf = (config: { baseUrl: string }) => config.baseUrl.replace(/\/+$/, '')
-
 /** Random URL-safe text of 256 bits. */
 function randomToken(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(32))
@@ -402,68 +366,3 @@ export async function sha256Hex(text: string): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)))
   return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('')
 }
-
-/** The connector context of a request made outside a sync run (a Subscription's POST, an id-only read). */
-function pushConnectorContext(ctx: ServiceContext, source: DataSourceRow): ConnectorContext {
-  return {
-    ...connectorBase(ctx, source, AbortSignal.timeout(ctx.config.syncLimits.timeoutMs)),
-    advanceCursor: () => {},
-    truncated: () => {},
-  }
-}
-
-/**
- * Reads the upstream Subscription (the heartbeat check): one the server no longer has (404, 410)
- * or reports `error` or `off` is re-made, and a catch-up is owed from the last instant applied.
- * One that cannot be read at all is left as it is (the server may be down), its error shown.
- * Answers whether it was re-made. The source is read again after its row (`source` may be older
- * than an update that raced the check): what is re-made is what the config asks for now.
- */
-export async function checkUpstream(ctx: ServiceContext, { id: sourceId }: DataSourceRow): Promise<boolean> {
-  const row = await subscriptionOf(ctx, sourceId)
-  const [source] = (await ctx.db.select().from(dataSources).where(eq(dataSources.id, sourceId))) as DataSourceRow[]
-  const config = source && (await subscribedConfig(ctx, source))
-  // A feed switched off has nothing upstream to read, and is not made again.
-  if (!config || !row || !switchedOn(config.subscription)) return false
-  // One check at a time (instances, a tick and a receiver): the check claims the row by its last check.
-  const claimed = await ctx.db
-    .update(fhirSourceSubscriptions)
-    .set({ checkedAt: isoNow(ctx.clock) })
-    .where(and(sameChannel(row), sql`coalesce(checked_at, '') = ${row.checkedAt ?? ''}`))
-    .returning({ id: fhirSourceSubscriptions.dataSourceId })
-  if (claimed.length === 0) return false
-  if (!row.upstreamId) return (await createUpstream(ctx, source, config, row)).claimed
-  let status: string | undefined
-  try {
-    const client = fhirClient(ctx, source, config, (res) => (res.status === 404 || res.status === 410 ? GONE : undefined))
-    const res = await client.send(`${baseOf(config)}/Subscription/${encodeURIComponent(row.upstreamId)}`, {
-      method: 'GET',
-      headers: { Accept: FHIR_JSON },
-    })
-    const read = JSON.parse(new TextDecoder().decode(await client.readBody(res))) as { status?: unknown }
-    status = typeof read?.status === 'string' ? read.status : undefined
-  } catch (err) {
-    if (!(err instanceof ConnectorError && err.message === GONE)) {
-      const message = err instanceof ConnectorError ? err.message : String(err)
-      await ctx.db.update(fhirSourceSubscriptions).set({ error: message }).where(sameChannel(row))
-      return false
-    }
-    status = 'gone'
-  }
-  if (status === 'gone' || status === 'error' || status === 'off') {
-    ctx.log.warn('fhir subscription dropped by the server: made again', {
-      dataSourceId: source.id,
-      upstreamId: row.upstreamId,
-      status,
-    })
-    const replaced = { ...row, catchUpFrom: row.catchUpFrom ?? row.caughtUpAt }
-    // One the server no longer has needs no DELETE.
-    return (await createUpstream(ctx, source, config, replaced, status === 'gone' ? null : undefined)).claimed
-  }
-  if (status && status !== row.status) {
-    await ctx.db.update(fhirSourceSubscriptions).set({ status, error: null }).where(sameChannel(row))
-  }
-  return false
-}
-
-const GONE = 'gone'
