@@ -90,6 +90,23 @@ describe('PUT /api/datasources/{id} of a live fhir source, concurrently', () => 
     }
   })
 
+  it('a change racing the deletion of the source leaves no Subscription upstream', async () => {
+    for (let round = 1; round <= ROUNDS; round++) {
+      const source = await handshaken()
+      const [put, removed] = await Promise.all([
+        refilter(source, `Patient?active=true&_tag=d${round}`),
+        alice.delete(`/api/datasources/${source.id}`),
+      ])
+      expect(removed.status, `round ${round}`).toBe(204)
+      // The change either came first (200) or found the source gone (404), or met the removal (409).
+      expect([200, 404, 409], `round ${round}`).toContain(put.status)
+      expect(await sourceOf(source.id)).toBeUndefined()
+      // A writer overtaken while posting deletes what it made: wait for the requests to settle.
+      await waitFor(async () => (fx.subscriptions.size === 0 ? true : undefined))
+      expect((await t.client.execute('SELECT count(*) AS n FROM fhir_source_subscriptions')).rows[0].n).toBe(0)
+    }
+  })
+
   it('a change racing the maintenance tick that re-makes a dropped Subscription leaves one, the recorded one', async () => {
     const source = await handshaken(10)
     for (let round = 1; round <= ROUNDS; round++) {

@@ -273,7 +273,15 @@ export async function createUpstream(
         .values({ dataSourceId: source.id, ...values, createdAt: now })
         .onConflictDoNothing()
         .returning({ id: fhirSourceSubscriptions.dataSourceId })
+        // The source was deleted meanwhile (its foreign key refuses the row): nothing to make.
+        .catch(async (err) => ((await sourceGone(ctx, source.id)) ? [] : Promise.reject(err)))
   if (claimed.length === 0) return { claimed: false }
+  // Deleted meanwhile where foreign keys are not enforced: the row claimed goes, nothing is made.
+  // (A deletion after this point meets the row: datasources.service.ts removes it first.)
+  if (await sourceGone(ctx, source.id)) {
+    await ctx.db.delete(fhirSourceSubscriptions).where(eq(fhirSourceSubscriptions.tokenHash, values.tokenHash))
+    return { claimed: false }
+  }
   if (previous?.upstreamId && made) await deleteUpstream(ctx, made.source, previous.upstreamId, made.config)
   const endpoint = `${ctx.config.publicBaseUrl}${NOTIFY_PATH}/${token}`
   const body = subscriptionResource(config.subscription, endpoint, secret, `Panel data source ${source.id} (live rows)`)
@@ -366,3 +374,6 @@ export async function sha256Hex(text: string): Promise<string> {
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)))
   return Array.from(digest, (b) => b.toString(16).padStart(2, '0')).join('')
 }
+
+const sourceGone = async (ctx: ServiceContext, id: number) =>
+  (await ctx.db.select({ id: dataSources.id }).from(dataSources).where(eq(dataSources.id, id))).length === 0

@@ -2,7 +2,7 @@ import { and, asc, count, desc, eq, sql } from 'drizzle-orm'
 import { isFileSourceType } from '../../connectors/file.ts'
 import { connectorFor } from '../../connectors/registry.ts'
 import type { ServiceContext } from '../../context.ts'
-import { columns, dataSources, fhirSourceSubscriptions, syncRuns, webhookEvents } from '../../db/schema.ts'
+import { columns, dataSources, syncRuns, webhookEvents } from '../../db/schema.ts'
 import { records } from '../../db/schema-records.ts'
 import { AppError, invalid, issuesToDetails, notFound } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
@@ -172,7 +172,7 @@ export async function updateDataSource(
     }
   }
   if (Object.keys(diff).length === 0) return dto(ctx, before)
-  const [[row]] = await ctx.db.batch([
+  const updated = ctx.db.batch([
     ctx.db
       .update(dataSources)
       .set({
@@ -184,6 +184,9 @@ export async function updateDataSource(
       })
       .where(and(eq(dataSources.id, id), eq(dataSources.tenantId, ctx.scope.tenantId)))
       .returning(),
+    // The guard: a source deleted since it was read fails the batch (json() of a text that is not
+    // JSON), so no change record or notice is written for it.
+    ctx.db.run(sql`SELECT json('deleted meanwhile') WHERE NOT EXISTS (SELECT 1 FROM data_sources WHERE id = ${id})`),
     changeInsert(ctx, { panelId: before.panelId, entityType: 'DataSource', entityId: id, action: 'UPDATE', changes: diff }),
     notifyViewOwners(ctx, {
       panelId: before.panelId,
@@ -192,6 +195,10 @@ export async function updateDataSource(
       message: `Data source ${id} (${type}) was updated (${Object.keys(diff).join(', ')})`,
     }),
   ])
+  const [[row]] = await updated.catch(async (err) => {
+    await requireDataSource(ctx, id, at)
+    throw err
+  })
   // Its upstream Subscription follows the new config: made, replaced, deleted (the subscription
   // removed or switched off) or left as it is. One made anew owes a catch-up of the moments none
   // was registered (a feed switched on again): it runs now rather than at the handshake or tick.
@@ -206,10 +213,29 @@ export async function updateDataSource(
  * not have (docs/runtimes.md "Connection state").
  */
 export async function deleteDataSource(ctx: ServiceContext, id: number, at: SourceAddress = {}): Promise<void> {
-  const before = await requireDataSource(ctx, id, at)
+  for (let attempt = 1; ; attempt++) {
+    const before = await requireDataSource(ctx, id, at)
+    // The upstream Subscription goes first, while its config is still there to reach the server.
+    await removeSubscription(ctx, before)
+    try {
+      await removeSource(ctx, before)
+      return
+    } catch (err) {
+      // An update racing the delete made a Subscription after it was removed (the batch's guard):
+      // it is removed too, with the source as that update left it, and the removal tried again.
+      if (attempt >= 3 || !(await subscriptionOf(ctx, id))) throw err
+    }
+  }
+}
+
+/**
+ * The source's removal as one write of the row store: its rows leave every view, its columns are
+ * unlinked, its runs, records and state go, and the DELETE change is recorded. Fails whole when
+ * the source has a Subscription state row again (made by a racing update after `removeSubscription`).
+ */
+async function removeSource(ctx: ServiceContext, before: DataSourceRow) {
+  const { id } = before
   const tenant = ctx.scope.tenantId
-  // The upstream Subscription goes first, while its config is still there to reach the server.
-  await removeSubscription(ctx, before)
   // Its rows leave every view they were in (row.left, panel.rows_changed): a write of the row
   // store's protocol whose own statements remove the source.
   const now = isoNow(ctx.clock)
@@ -240,7 +266,8 @@ export async function deleteDataSource(ctx: ServiceContext, id: number, at: Sour
         ctx.db.delete(records).where(eq(records.dataSourceId, id)),
         ctx.db.delete(syncRuns).where(eq(syncRuns.dataSourceId, id)),
         ctx.db.delete(webhookEvents).where(eq(webhookEvents.dataSourceId, id)),
-        ctx.db.delete(fhirSourceSubscriptions).where(eq(fhirSourceSubscriptions.dataSourceId, id)),
+        // The guard: fails the batch (json() of a text that is not JSON) while a Subscription exists.
+        sql`SELECT json('a Subscription was made meanwhile') FROM fhir_source_subscriptions WHERE data_source_id = ${id}`,
         ctx.db.delete(dataSources).where(and(eq(dataSources.id, id), eq(dataSources.tenantId, tenant))),
         changeInsert(ctx, {
           panelId: before.panelId,
