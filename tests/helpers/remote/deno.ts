@@ -10,6 +10,7 @@ import type { EnvRecord } from '../../../src/config.ts'
 import { createDb } from '../../../src/db/client.ts'
 import { freePort, type Service, startService, waitForHealth } from '../../runtime/processes.ts'
 import { NULL_BODY, type RemoteServer, remoteEnv, type SqlClient, TABLES_SQL, wipeStatements } from './server.ts'
+import { TEST_CLOCK_HEADER } from './test-clock.mjs'
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url))
 const ENTRY = 'src/runtime/deno.ts'
@@ -154,6 +155,15 @@ export async function startDeno(secret: string): Promise<RemoteServer> {
       // A server-sent event stream is handed on as it comes (it never ends by itself).
       if (res.headers.get('content-type')?.startsWith('text/event-stream')) return res
       return NULL_BODY.has(res.status) ? res : new Response(await res.arrayBuffer(), res)
+    },
+    // The tick in the Deno process (deno-front.ts), at the test clock's instant.
+    async tick(at) {
+      const res = await fetch(`${origin}/__test/maintenance-tick`, {
+        method: 'POST',
+        headers: { [TEST_CLOCK_HEADER]: at.toISOString() },
+      })
+      if (!res.ok) throw new Error(`the Deno server's tick answered ${res.status}:\n${service?.output()}`)
+      return (await res.json()) as Record<string, unknown>
     },
     async close() {
       libsql.close()
