@@ -148,6 +148,8 @@ export const fhirSourceSubscriptions = sqliteTable(
      * success, or by the tick when the run died (the source's lease is free).
      */
     catchUpRunning: text(),
+    /** When the running catch-up was taken: the tick gives it back a minute later if its run died. */
+    catchUpTakenAt: text(),
     /**
      * The claim of the last notification written: its batch moves the counter and sets this, and
      * fails as a whole when another instance moved the counter first (a duplicate or a race).

@@ -35,9 +35,9 @@ export async function freshLiveWorld(
 
 /**
  * A backport event-notification Bundle (R4 `Parameters` status): its counter (the highest number
- * unless given), its events' numbers and its change entries.
+ * unless given), its events' numbers (with their `timestamp`s when given) and its change entries.
  */
-export const eventBundle = (n: { since?: number; numbers: number[]; entries: Record<string, unknown>[] }) => ({
+export const eventBundle = (n: { since?: number; numbers: number[]; times?: string[]; entries: Record<string, unknown>[] }) => ({
   resourceType: 'Bundle',
   type: 'history',
   entry: [
@@ -48,7 +48,13 @@ export const eventBundle = (n: { since?: number; numbers: number[]; entries: Rec
           { name: 'status', valueCode: 'active' },
           { name: 'type', valueCode: 'event-notification' },
           { name: 'events-since-subscription-start', valueString: String(n.since ?? Math.max(...n.numbers)) },
-          ...n.numbers.map((k) => ({ name: 'notification-event', part: [{ name: 'event-number', valueString: String(k) }] })),
+          ...n.numbers.map((k, i) => ({
+            name: 'notification-event',
+            part: [
+              { name: 'event-number', valueString: String(k) },
+              ...(n.times?.[i] ? [{ name: 'timestamp', valueInstant: n.times[i] }] : []),
+            ],
+          })),
         ],
       },
     },

@@ -238,20 +238,32 @@ describe('fhir sources in subscription mode', () => {
     expect((await subscriptionRow(created.body.id)).catch_up_from).toBeNull()
   })
 
-  it('an event numbered below the count seen (a late copy, or a server counting again) is not applied, and owes a catch-up', async () => {
+  it('an event numbered below the count seen (a late copy, or a server counting again) is applied as the server holds it now, and owes a catch-up', async () => {
     const created = await handshaken()
     await fx.change(patients(3)[2])
     await fx.change(patients(4)[3])
-    // The server lost its count: its next event is number 1 again, below the 2 seen.
+    // The server lost its count: its next event is number 1 again, below the 2 seen. Its resource
+    // is read again (not taken as sent, which may be older than what is stored) and applied.
     fx.restart(fx.only().id, 0)
-    const [low] = await fx.change(patients(5)[4])
-    expect(low.body).toMatchObject({ applied: 0, duplicate: true, catchUp: true })
-    await waitFor(async () => ((await keys(created.body.id)).includes('Patient/pat-5') ? true : undefined))
-    // The last event again (a retry) owes nothing.
-    const sub = fx.only()
+    const readsBefore = fx.reads.length
+    const [low] = await fx.change({ ...patients(5)[4], active: false })
+    expect(low.body).toMatchObject({ applied: 1, duplicate: true, catchUp: true })
+    expect(fx.reads.slice(readsBefore)).toEqual(['Patient/pat-5'])
+    const stored = (await currentRecords(t, created.body.id)).find((r) => r.key === 'Patient/pat-5')
+    expect(stored?.data.active).toBe(false)
+    expect((await sourceOf(created.body.id)).subscriptionStatus).toMatchObject({ eventsSinceStart: 2 })
+    // A late copy of a removal: the server's 410 confirms it, and the record goes.
+    fx.restart(fx.only().id, 0)
+    fx.resources.delete('Patient/pat-3')
+    await fx.remove('Patient', 'pat-3')
+    expect(await keys(created.body.id)).not.toContain('Patient/pat-3')
+    // The last event again (a retry) owes nothing and reads nothing.
+    await caughtUp(created.body.id)
+    fx.restart(fx.only().id, 2)
+    const reads = fx.reads.length
     const [, again] = await fx.change({ ...patients(6)[5] }, { duplicate: true })
     expect(again.body).toMatchObject({ duplicate: true, catchUp: false })
-    expect(sub.id).toBe(fx.only().id)
+    expect(fx.reads.length).toBe(reads)
   })
 
   it('a count beyond the events carried owes a catch-up, and moves the counter only to the events carried', async () => {
@@ -305,6 +317,45 @@ describe('fhir sources in subscription mode', () => {
     expect(await once.json()).toMatchObject({ applied: 1 })
     expect(fx.reads).toEqual(['Patient/pat-3'])
     expect(await keys(created.body.id)).toContain('Patient/pat-3')
+  })
+
+  it('a notification whose resources cannot all be read still applies its removals and the resources it carries', async () => {
+    const created = await handshaken({ payload: 'id-only' })
+    const post = notifier()
+    const many = Array.from({ length: MAX_ID_ONLY_READS + 1 }, (_, i) => ({ fullUrl: `${fx.baseUrl}/Patient/p${i}` }))
+    const res = await post(
+      eventBundle({
+        numbers: [1],
+        entries: [
+          ...many,
+          { fullUrl: `${fx.baseUrl}/Patient/pat-1`, request: { method: 'DELETE', url: 'Patient/pat-1' } },
+          { fullUrl: `${fx.baseUrl}/Patient/pat-7`, resource: patients(7)[6], request: { method: 'PUT' } },
+        ],
+      }),
+    )
+    expect(await res.json()).toMatchObject({ applied: 2, catchUp: true })
+    expect(fx.reads).toEqual([])
+    expect(await keys(created.body.id)).toEqual(['Patient/pat-2', 'Patient/pat-7'])
+  })
+
+  it("an id-only notification delivered late moves the catch-up point to its event's time, not to the resource read now", async () => {
+    const created = await handshaken({ payload: 'id-only' })
+    const post = notifier()
+    t.clock.set(new Date().toISOString())
+    const minutesAgo = (m: number) => new Date(Date.now() - m * 60_000).toISOString()
+    // Five minutes ago pat-4 changed (its notification is lost); pat-3 changed six minutes ago,
+    // and again just now: the late notification of its first change reads its present version.
+    fx.put(patients(4)[3])
+    ;(fx.resources.get('Patient/pat-4')?.meta as { lastUpdated: string }).lastUpdated = minutesAgo(5)
+    fx.put(patients(3)[2])
+    const late = await post(
+      eventBundle({ numbers: [1], times: [minutesAgo(6)], entries: [{ fullUrl: `${fx.baseUrl}/Patient/pat-3` }] }),
+    )
+    expect(await late.json()).toMatchObject({ applied: 1, catchUp: false })
+    // The next notification shows the gap: the catch-up reads from before pat-4's change.
+    const gap = await post(eventBundle({ numbers: [3], times: [minutesAgo(0)], entries: [] }))
+    expect(await gap.json()).toMatchObject({ catchUp: true })
+    await waitFor(async () => ((await keys(created.body.id)).includes('Patient/pat-4') ? true : undefined))
   })
 
   it('with a keyField, a removal keys the resource as its upserts did', async () => {
@@ -645,12 +696,17 @@ describe('fhir sources in subscription mode', () => {
     fx.put(patients(3)[2])
     // As a crash leaves it: taken (running from an instant), no run holding the source.
     await t.client.execute({
-      sql: `UPDATE fhir_source_subscriptions SET catch_up_running = '2025-01-01T00:00:00.000Z', updated_at = ? WHERE data_source_id = ?`,
-      args: [t.clock.now().toISOString(), created.body.id],
+      sql: `UPDATE fhir_source_subscriptions SET catch_up_running = '2025-01-01T00:00:00.000Z', catch_up_taken_at = ?, updated_at = ?
+        WHERE data_source_id = ?`,
+      args: [t.clock.now().toISOString(), t.clock.now().toISOString(), created.body.id],
     })
     const early = await t.tick()
     expect(early.fhirSubscriptions.caughtUp).toBe(0)
     t.clock.advance(61_000)
+    // A heartbeat just before the tick (the source hears from its server every minute) moves the
+    // row's updated_at, not when the catch-up was taken.
+    const [beat] = await fx.heartbeat()
+    expect(beat.status).toBe(200)
     const tick = await t.tick()
     expect(tick.fhirSubscriptions.caughtUp).toBe(1)
     expect(fx.searches.at(-1)).toBe(`/fhir/Patient?_lastUpdated=${encodeURIComponent('gt2025-01-01T00:00:00.000Z')}`)

@@ -61,7 +61,7 @@ async function catchUpOnce(ctx: ServiceContext, sourceId: number): Promise<boole
   const started = isoNow(ctx.clock)
   const taken = await ctx.db
     .update(fhirSourceSubscriptions)
-    .set({ catchUpFrom: null, catchUpRunning: from, updatedAt: started })
+    .set({ catchUpFrom: null, catchUpRunning: from, catchUpTakenAt: started, updatedAt: started })
     .where(
       and(
         eq(fhirSourceSubscriptions.dataSourceId, sourceId),
@@ -91,7 +91,8 @@ async function catchUpOnce(ctx: ServiceContext, sourceId: number): Promise<boole
 
 /**
  * Gives back as owed the catch-ups whose run died (a crash, a stop): still marked running a minute
- * after they were taken, while their source's lease is free. Answers how many.
+ * after they were taken (`catch_up_taken_at`, not `updated_at`, which every heartbeat moves),
+ * while their source's lease is free. Answers how many.
  */
 export async function reclaimCatchUps(db: ServiceContext['db'], now: Date): Promise<number> {
   const at = now.toISOString()
@@ -101,12 +102,14 @@ export async function reclaimCatchUps(db: ServiceContext['db'], now: Date): Prom
     .set({
       catchUpFrom: sql`CASE WHEN catch_up_from IS NULL OR catch_up_from > catch_up_running THEN catch_up_running ELSE catch_up_from END`,
       catchUpRunning: null,
+      catchUpTakenAt: null,
       updatedAt: at,
     } as never)
     .where(
       and(
         isNotNull(fhirSourceSubscriptions.catchUpRunning),
-        sql`${fhirSourceSubscriptions.updatedAt} < ${before}`,
+        // Taken before this migration's column existed: its last update is the best guess.
+        sql`coalesce(${fhirSourceSubscriptions.catchUpTakenAt}, ${fhirSourceSubscriptions.updatedAt}) < ${before}`,
         sql`EXISTS (SELECT 1 FROM data_sources d WHERE d.id = ${fhirSourceSubscriptions.dataSourceId}
           AND (d.lease_run_id IS NULL OR d.lease_expires_at < ${at}))`,
       ),

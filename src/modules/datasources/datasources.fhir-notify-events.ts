@@ -1,7 +1,6 @@
 import { eq, type SQL, sql } from 'drizzle-orm'
 import type { FhirConfig } from '../../connectors/fhir.ts'
 import type { Notification, NotifiedEntry, SubscriptionConfig } from '../../connectors/fhir-subscription-config.ts'
-import { instantOf } from '../../connectors/fhir-types.ts'
 import { ConnectorError, type SourceRecord } from '../../connectors/types.ts'
 import type { ServiceContext } from '../../context.ts'
 import { runBatch } from '../../db/client.ts'
@@ -40,9 +39,12 @@ export interface Applied {
  * the value read to the notification's highest number; when another instance moved it first the
  * batch fails whole (the guard) and the notification is looked at again: a duplicate now, or the
  * next in line. Numbers beyond the next one expected, or a count beyond the numbers carried, owe a
- * catch-up from before them. Numbers at or below the count seen are not applied (an older version
- * must not overwrite a newer one): the last one again is a retry; older ones are a late copy or a
- * server whose count started again, and owe a catch-up, which reads the resources as they are now.
+ * catch-up from before them, and so does a resource that could not be read (the removals and the
+ * resources that came are applied all the same). Numbers at or below the count seen are not
+ * applied as sent (an older version must not overwrite a newer one): the last one again is a
+ * retry; older ones are a late copy or a server whose count started again: their entries are read
+ * again as the server holds them now (a removal confirmed by its 404 or 410), applied without
+ * taking the count, and a catch-up is owed.
  */
 export async function applyEvents(
   ctx: ServiceContext,
@@ -55,39 +57,26 @@ export async function applyEvents(
   for (const k of numbers) [lowest, highest] = [Math.min(lowest, k), Math.max(highest, k)]
   // The server counted events beyond those carried: they come in other notifications, or never.
   const countedBeyond = n.eventsSinceStart !== undefined && n.eventsSinceStart > highest
-  let records: SourceRecord[] | undefined
+  let read: Read | undefined
   for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
     const row = await subscriptionOf(ctx, source.id)
     if (!row) throw refused()
     const seen = row.eventsSinceStart
     if (numbers.length > 0 && highest <= seen) {
-      const stale = highest < seen
-      if (stale) await owe(ctx, source.id, row.caughtUpAt, { lastNotificationAt: isoNow(ctx.clock) })
-      else {
-        await ctx.db
-          .update(fhirSourceSubscriptions)
-          .set({ lastNotificationAt: isoNow(ctx.clock) })
-          .where(eq(fhirSourceSubscriptions.dataSourceId, source.id))
-      }
-      return { applied: 0, duplicate: true, catchUp: stale }
+      if (highest < seen) return applyStale(ctx, source, config, n, row.caughtUpAt)
+      await ctx.db
+        .update(fhirSourceSubscriptions)
+        .set({ lastNotificationAt: isoNow(ctx.clock) })
+        .where(eq(fhirSourceSubscriptions.dataSourceId, source.id))
+      return { applied: 0, duplicate: true, catchUp: false }
     }
     const gap = numbers.length === 0 || lowest > seen + 1 || countedBeyond
-    let fetchFailed = false
-    if (!records) {
-      try {
-        records = await recordsOf(ctx, source, config, n)
-      } catch (err) {
-        // What could not be read is searched for by the catch-up.
-        if (!(err instanceof ConnectorError)) throw err
-        ctx.log.warn('fhir notification: a resource could not be read', { dataSourceId: source.id, error: err.message })
-        records = []
-        fetchFailed = true
-      }
-    }
-    const owes = gap || fetchFailed
+    read ??= await recordsOf(ctx, source, config, n)
+    const { records } = read
+    const owes = gap || read.unread > 0
     const claim = crypto.randomUUID()
     const now = isoNow(ctx.clock)
-    const caughtUpTo = fetchFailed ? undefined : watermark(n, records, ctx.clock.now())
+    const caughtUpTo = watermark(n, ctx.clock.now())
     const claimStatements = claimOnCounter({ sourceId: source.id, seen, highest, claim, now, owes, caughtUpTo })
     try {
       if (records.length > 0) {
@@ -166,35 +155,69 @@ export function claimOnCounter(c: Claim): SQL[] {
 // --- Internal helpers ---
 
 /**
- * How far a notification applied in order brings the catch-up point: the latest server time it
- * carries (its events' `timestamp`s, its resources' `meta.lastUpdated`), never later than our own
- * clock, less the margin (catch-up.ts). Every change the server made before the events it carries
- * has reached us by then, however late it was delivered; a change after them is searched for from
- * there. Undefined when it carries no time (the point stays where it was).
+ * A late copy, or an event of a server that counts again (numbers below the count seen): its
+ * entries' resources as the server holds them now, each read again (a 404 or 410 a removal), are
+ * applied without a claim on the counter (reading the present twice applies it twice, which moves
+ * nothing), and a catch-up is owed for what may have been missed meanwhile. A removal that meets
+ * a running sync is a 503, as for any notification.
  */
-function watermark(n: Notification, records: readonly SourceRecord[], now: Date): string | undefined {
+async function applyStale(
+  ctx: ServiceContext,
+  source: DataSourceRow,
+  config: FhirConfig,
+  n: Notification,
+  caughtUpAt: string,
+): Promise<Applied> {
+  const { records } = await recordsOf(ctx, source, config, n, { again: true })
+  let applied = 0
+  if (records.length > 0) {
+    try {
+      await applyPushed(ctx, source.id, { records, keyField: config.keyField, trigger: 'subscription' })
+      applied = records.length
+    } catch (err) {
+      if (!isConflict(err)) throw err
+      if (records.some((r) => r.deleted)) throw busy()
+    }
+  }
+  await owe(ctx, source.id, caughtUpAt, { lastNotificationAt: isoNow(ctx.clock) })
+  return { applied, duplicate: true, catchUp: true }
+}
+
+/**
+ * How far a notification applied in order brings the catch-up point: the latest of its events'
+ * `timestamp`s (the server's clock), never later than our own clock, less the margin
+ * (catch-up.ts). Every change the server made before the events it carries has reached us by then,
+ * however late it was delivered; a change after them is searched for from there. Only the events'
+ * own times count: a resource read now (id-only) or carried in its present version may be newer
+ * than changes whose notifications are lost. Undefined when it carries no time (the point stays).
+ */
+function watermark(n: Notification, now: Date): string | undefined {
   let latest = ''
   for (const t of n.eventTimes) if (t > latest) latest = t
-  for (const r of records) {
-    const t = r.deleted ? undefined : instantOf((r.data.meta as { lastUpdated?: unknown } | undefined)?.lastUpdated)
-    if (t && t > latest) latest = t
-  }
   if (latest === '') return undefined
   return new Date(Math.min(Date.parse(latest), now.getTime()) - CATCH_UP_MARGIN_MS).toISOString()
+}
+
+/** A notification's records, and how many of its resources could not be read (the catch-up reads them). */
+interface Read {
+  records: SourceRecord[]
+  unread: number
 }
 
 /**
  * The records of a notification's entries of the source's resource types, the last entry of a key
  * winning: a full resource as it came, an id-only entry read from the server with the source's
- * authentication (a 404 or 410 is a removal), a DELETE a removal. More id-only entries than
- * `MAX_ID_ONLY_READS` are not read here: the catch-up reads them (a ConnectorError).
+ * authentication (a 404 or 410 is a removal), a DELETE a removal; with `again`, every entry read
+ * as the server holds it now. A resource that cannot be read, and every one to read past
+ * `MAX_ID_ONLY_READS`, is left out and counted as unread: the rest are applied all the same.
  */
 async function recordsOf(
   ctx: ServiceContext,
   source: DataSourceRow,
   config: FhirConfig,
   n: Notification,
-): Promise<SourceRecord[]> {
+  { again = false } = {},
+): Promise<Read> {
   const types = sourceTypes(config)
   const byKey = new Map<string, NotifiedEntry>()
   for (const e of n.entries) {
@@ -203,22 +226,19 @@ async function recordsOf(
     byKey.set(e.key, e)
   }
   const entries = [...byKey.values()]
-  const reads = entries.filter((e) => !e.deleted && !e.resource).length
-  if (reads > MAX_ID_ONLY_READS) {
-    throw new ConnectorError(`The notification names ${reads} resources to read (at most ${MAX_ID_ONLY_READS} are read at once)`)
+  const toRead = entries.filter((e) => again || (!e.deleted && !e.resource))
+  const out: SourceRecord[] = again ? [] : entries.filter((e) => e.deleted || e.resource).map(recordOf)
+  if (toRead.length > MAX_ID_ONLY_READS) {
+    ctx.log.warn('fhir notification: too many resources to read, left to the catch-up', {
+      dataSourceId: source.id,
+      count: toRead.length,
+    })
+    return { records: out, unread: toRead.length }
   }
   const gone = { statuses: new Set([404, 410]) }
   const client = fhirClient(ctx, source, config, (res) => (gone.statuses.has(res.status) ? GONE : undefined))
-  const out: SourceRecord[] = []
-  for (const e of entries) {
-    if (e.deleted) {
-      out.push(removal(e.type, e.id))
-      continue
-    }
-    if (e.resource) {
-      out.push({ key: e.key, data: e.resource })
-      continue
-    }
+  let unread = 0
+  for (const e of toRead) {
     const url = `${baseOf(config)}/${e.type}/${encodeURIComponent(e.id)}`
     try {
       const res = await client.send(url, { method: 'GET', headers: { Accept: 'application/fhir+json' } })
@@ -228,12 +248,21 @@ async function recordsOf(
       }
       out.push({ key: e.key, data: resource })
     } catch (err) {
-      if (err instanceof ConnectorError && err.message === GONE) out.push(removal(e.type, e.id))
-      else throw client.failure(err, e.key)
+      if (err instanceof ConnectorError && err.message === GONE) {
+        out.push(removal(e.type, e.id))
+        continue
+      }
+      const failure = client.failure(err, e.key)
+      ctx.log.warn('fhir notification: a resource could not be read', { dataSourceId: source.id, error: failure.message })
+      unread++
     }
   }
-  return out
+  return { records: out, unread }
 }
+
+/** The record of an entry that needs no read: its removal, or the resource it carries. */
+const recordOf = (e: NotifiedEntry): SourceRecord =>
+  e.deleted ? removal(e.type, e.id) : { key: e.key, data: e.resource as Record<string, unknown> }
 
 /** 503 for a removal that meets a running sync: nothing was done, the sender is to send it again. */
 export function busy(): AppError {

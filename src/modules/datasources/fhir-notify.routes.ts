@@ -12,7 +12,10 @@ const Receipt = z
   .object({
     type: z.string().openapi({ description: 'The notification type', example: 'event-notification' }),
     applied: z.number().int().openapi({ description: 'Records written or removed', example: 1 }),
-    duplicate: z.boolean().openapi({ description: 'Its events were applied before: acknowledged, not applied again' }),
+    duplicate: z.boolean().openapi({
+      description:
+        'Its events were seen before: not applied as sent (a late copy, or a server counting again, has its resources read again as they are now)',
+    }),
     catchUp: z.boolean().openapi({ description: 'A catch-up search of `_lastUpdated` was started' }),
   })
   .openapi('FhirNotificationReceipt')

@@ -1,0 +1,1 @@
+ALTER TABLE `fhir_source_subscriptions` ADD `catch_up_taken_at` text;
