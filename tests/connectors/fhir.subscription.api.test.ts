@@ -149,23 +149,18 @@ describe('fhir sources in subscription mode', () => {
     await waitFor(async () => (fx.sent.some((s) => s.type === 'handshake') ? true : undefined))
     const before = await currentRecords(t, created.body.id)
     const statusBefore = (await sourceOf(created.body.id)).subscriptionStatus
-    const bundle = JSON.stringify({
-      resourceType: 'Bundle',
-      type: 'history',
-      entry: [
-        {
-          resource: {
-            resourceType: 'Parameters',
-            parameter: [
-              { name: 'type', valueCode: 'event-notification' },
-              { name: 'events-since-subscription-start', valueString: '1' },
-              { name: 'notification-event', part: [{ name: 'event-number', valueString: '1' }] },
-            ],
+    const bundle = JSON.stringify(
+      eventBundle({
+        numbers: [1],
+        entries: [
+          {
+            fullUrl: `${fx.baseUrl}/Patient/evil`,
+            resource: { resourceType: 'Patient', id: 'evil' },
+            request: { method: 'PUT' },
           },
-        },
-        { fullUrl: `${fx.baseUrl}/Patient/evil`, resource: { resourceType: 'Patient', id: 'evil' }, request: { method: 'PUT' } },
-      ],
-    })
+        ],
+      }),
+    )
     const path = new URL(sub.endpoint).pathname
     const tries = [
       { path, headers: {} as Record<string, string> },
@@ -557,28 +552,18 @@ describe('fhir sources in subscription mode', () => {
     expect(view.status).toBe(201)
     const sub = fx.only()
     sub.events = 1
-    const bundle = JSON.stringify({
-      resourceType: 'Bundle',
-      type: 'history',
-      entry: [
-        {
-          resource: {
-            resourceType: 'Parameters',
-            parameter: [
-              { name: 'status', valueCode: 'active' },
-              { name: 'type', valueCode: 'event-notification' },
-              { name: 'events-since-subscription-start', valueString: '1' },
-              { name: 'notification-event', part: [{ name: 'event-number', valueString: '1' }] },
-            ],
+    const bundle = JSON.stringify(
+      eventBundle({
+        numbers: [1],
+        entries: [
+          {
+            fullUrl: `${fx.baseUrl}/Patient/pat-9`,
+            resource: { ...patients(9)[8] },
+            request: { method: 'PUT', url: 'Patient/pat-9' },
           },
-        },
-        {
-          fullUrl: `${fx.baseUrl}/Patient/pat-9`,
-          resource: { ...patients(9)[8] },
-          request: { method: 'PUT', url: 'Patient/pat-9' },
-        },
-      ],
-    })
+        ],
+      }),
+    )
     const path = new URL(sub.endpoint).pathname
     const post = () =>
       t.app.request(path, {
