@@ -80,6 +80,10 @@ export const FhirConfig = z.preprocess(
 
 export type FhirConfig = z.infer<typeof FhirConfig>
 
+/** The resource types a search-mode source reads (`resourceTypes`, else its one `resourceType`). */
+export const searchedTypes = (config: Pick<FhirConfig, 'resourceType' | 'resourceTypes'>): Set<string> =>
+  new Set(config.resourceTypes ?? (config.resourceType ? [config.resourceType] : []))
+
 interface Bundle {
   resourceType: 'Bundle'
   link?: { relation?: string; url?: string }[]
@@ -110,7 +114,7 @@ export default defineConnector<FhirConfig>({
       const outcome = outcomeText(body)
       return outcome && `FHIR server responded ${res.status} with an OperationOutcome: ${outcome}`
     })
-    const types = [...new Set(config.resourceTypes ?? [config.resourceType as string])]
+    const types = [...searchedTypes(config)]
     for (const type of types) yield* search(config, ctx, client, type)
   },
 })

@@ -1,5 +1,5 @@
 import { eq, type SQL, sql } from 'drizzle-orm'
-import type { FhirConfig } from '../../connectors/fhir.ts'
+import { type FhirConfig, searchedTypes } from '../../connectors/fhir.ts'
 import type { Notification, NotifiedEntry, SubscriptionConfig } from '../../connectors/fhir-subscription-config.ts'
 import { ConnectorError, type SourceRecord } from '../../connectors/types.ts'
 import type { ServiceContext } from '../../context.ts'
@@ -218,7 +218,7 @@ async function recordsOf(
   n: Notification,
   { again = false } = {},
 ): Promise<Read> {
-  const types = sourceTypes(config)
+  const types = searchedTypes(config)
   const byKey = new Map<string, NotifiedEntry>()
   for (const e of n.entries) {
     if (!types.has(e.type)) continue
@@ -270,9 +270,6 @@ export function busy(): AppError {
   err.headers['Retry-After'] = '5'
   return err
 }
-
-export const sourceTypes = (config: FhirConfig) =>
-  new Set(config.resourceTypes ?? (config.resourceType ? [config.resourceType] : []))
 
 /** The removal of `type/id`: its data names the resource, so a `keyField` of `id` keys it as the resource did. */
 export const removal = (type: string, id: string): SourceRecord => ({

@@ -1,5 +1,5 @@
 import { eq, sql } from 'drizzle-orm'
-import type { FhirConfig } from '../../connectors/fhir.ts'
+import { type FhirConfig, searchedTypes } from '../../connectors/fhir.ts'
 import { type Notification, NotificationError, readNotification } from '../../connectors/fhir-subscription-config.ts'
 import { isFhirId } from '../../connectors/fhir-types.ts'
 import type { SourceRecord } from '../../connectors/types.ts'
@@ -9,7 +9,7 @@ import { AppError, invalid, isConflict } from '../../errors.ts'
 import { isoNow } from '../../lib/clock.ts'
 import { catchUp, owe, startCatchUp } from './datasources.fhir-catch-up.ts'
 import { checkUpstream } from './datasources.fhir-check.ts'
-import { applyEvents, busy, CLAIM_ATTEMPTS, removal, sourceTypes } from './datasources.fhir-notify-events.ts'
+import { applyEvents, busy, CLAIM_ATTEMPTS, removal } from './datasources.fhir-notify-events.ts'
 import type { Verified } from './datasources.fhir-notify-sender.ts'
 import { subscriptionOf } from './datasources.fhir-subscription.ts'
 import type { DataSourceRow } from './datasources.schemas.ts'
@@ -159,7 +159,7 @@ async function applyClassic(
   text: string,
   addressed: Addressed | undefined,
 ): Promise<number> {
-  const types = sourceTypes(config)
+  const types = searchedTypes(config)
   let record: SourceRecord | undefined
   if (addressed?.method === 'DELETE') {
     if (types.has(addressed.type) && isFhirId(addressed.id)) record = removal(addressed.type, addressed.id)

@@ -172,33 +172,35 @@ export async function updateDataSource(
     }
   }
   if (Object.keys(diff).length === 0) return dto(ctx, before)
-  const updated = ctx.db.batch([
-    ctx.db
-      .update(dataSources)
-      .set({
-        type,
-        config,
-        webhookEndpoint: await claimWebhookEndpoint(ctx, type, await unsealConfig(ctx.secrets, config), id),
-        nextSyncAt: nextSyncAt(config, ctx.clock.now()),
-        updatedAt: isoNow(ctx.clock),
-      })
-      .where(and(eq(dataSources.id, id), eq(dataSources.tenantId, ctx.scope.tenantId)))
-      .returning(),
-    // The guard: a source deleted since it was read fails the batch (json() of a text that is not
-    // JSON), so no change record or notice is written for it.
-    ctx.db.run(sql`SELECT json('deleted meanwhile') WHERE NOT EXISTS (SELECT 1 FROM data_sources WHERE id = ${id})`),
-    changeInsert(ctx, { panelId: before.panelId, entityType: 'DataSource', entityId: id, action: 'UPDATE', changes: diff }),
-    notifyViewOwners(ctx, {
-      panelId: before.panelId,
-      type: 'DATA_CHANGED',
-      impact: 'warning',
-      message: `Data source ${id} (${type}) was updated (${Object.keys(diff).join(', ')})`,
-    }),
-  ])
-  const [[row]] = await updated.catch(async (err) => {
-    await requireDataSource(ctx, id, at)
-    throw err
-  })
+  const [[row]] = await ctx.db
+    .batch([
+      ctx.db
+        .update(dataSources)
+        .set({
+          type,
+          config,
+          webhookEndpoint: await claimWebhookEndpoint(ctx, type, await unsealConfig(ctx.secrets, config), id),
+          nextSyncAt: nextSyncAt(config, ctx.clock.now()),
+          updatedAt: isoNow(ctx.clock),
+        })
+        .where(and(eq(dataSources.id, id), eq(dataSources.tenantId, ctx.scope.tenantId)))
+        .returning(),
+      // The guard: a source deleted since it was read fails the batch (json() of a text that is not
+      // JSON), so no change record or notice is written for it.
+      ctx.db.run(sql`SELECT json('deleted meanwhile') WHERE NOT EXISTS (SELECT 1 FROM data_sources WHERE id = ${id})`),
+      changeInsert(ctx, { panelId: before.panelId, entityType: 'DataSource', entityId: id, action: 'UPDATE', changes: diff }),
+      notifyViewOwners(ctx, {
+        panelId: before.panelId,
+        type: 'DATA_CHANGED',
+        impact: 'warning',
+        message: `Data source ${id} (${type}) was updated (${Object.keys(diff).join(', ')})`,
+      }),
+    ])
+    .catch(async (err) => {
+      // The guard failed: a 404 when the source is gone (else the error as it was).
+      await requireDataSource(ctx, id, at)
+      throw err
+    })
   // Its upstream Subscription follows the new config: made, replaced, deleted (the subscription
   // removed or switched off) or left as it is. One made anew owes a catch-up of the moments none
   // was registered (a feed switched on again): it runs now rather than at the handshake or tick.
